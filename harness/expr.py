@@ -1,0 +1,219 @@
+"""A whitelist evaluator for the spec formulas (never `eval`).
+
+Formulas are parsed with `ast.parse(mode="eval")` into a syntax tree, and only a small set of
+node types is allowed: numbers, names bound by the spec, + - * /, comparisons, & | ~, `and`,
+`or`, `not`, and calls of the functions in FUNCTIONS. Attribute access, subscripts, lambdas,
+comprehensions, strings outside `is_type`, and any unknown name are refused when the spec is
+loaded, with a message saying what was found. Evaluation walks the tree with NumPy, elementwise.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+class FormulaError(ValueError):
+    """A formula that is not in the whitelisted expression language."""
+
+
+@dataclass
+class EvalContext:
+    """What a formula sees: its variables, and facts about the tensors for the type functions."""
+
+    variables: dict[str, Any]
+    tensor_types: dict[str, str] = field(default_factory=dict)
+    type_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    output_numpy_dtype: Any = np.float32
+
+
+def _as_float(v: Any) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64)
+
+
+def _ulp_out(ctx: EvalContext, v: Any) -> np.ndarray:
+    dtype = np.dtype(ctx.output_numpy_dtype)
+    if dtype.kind != "f":
+        return np.zeros_like(_as_float(v))
+    mag = np.abs(_as_float(v)).astype(dtype)
+    return np.spacing(mag).astype(np.float64)
+
+
+def _is_denormal(v: Any, smallest_normal: float) -> np.ndarray:
+    arr = np.asarray(v)
+    if arr.dtype.kind not in "f":
+        return np.zeros(arr.shape, dtype=bool)
+    mag = np.abs(arr.astype(np.float64))
+    return (mag > 0) & (mag < smallest_normal)
+
+
+def _is_half(v: Any) -> np.ndarray:
+    arr = _as_float(v)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(arr) & ((arr - np.floor(arr)) == 0.5)
+
+
+def _bitnot(v: Any) -> np.ndarray:
+    arr = np.asarray(v)
+    if arr.dtype.kind not in "ui":
+        raise FormulaError("bitnot() needs raw-bit integer operands (formula.operands: raw_bits)")
+    return np.invert(arr)
+
+
+def _is_negzero(v: Any) -> np.ndarray:
+    arr = _as_float(v)
+    return (arr == 0) & np.signbit(arr)
+
+
+# name -> (number of arguments, implementation taking (ctx, *args))
+FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "where": (3, lambda ctx, c, a, b: np.where(c, a, b)),
+    "min": (2, lambda ctx, a, b: np.minimum(a, b)),
+    "max": (2, lambda ctx, a, b: np.maximum(a, b)),
+    "clamp": (3, lambda ctx, v, lo, hi: np.minimum(np.maximum(v, lo), hi)),
+    "abs": (1, lambda ctx, v: np.abs(v)),
+    "round_half_even": (1, lambda ctx, v: np.rint(_as_float(v))),
+    "isnan": (1, lambda ctx, v: np.isnan(_as_float(v))),
+    "isinf": (1, lambda ctx, v: np.isinf(_as_float(v))),
+    "is_negzero": (1, lambda ctx, v: _is_negzero(v)),
+    "is_denormal_f32": (1, lambda ctx, v: _is_denormal(v, float(np.finfo(np.float32).tiny))),
+    "is_half": (1, lambda ctx, v: _is_half(v)),
+    "f32": (1, lambda ctx, v: _as_float(v).astype(np.float32).astype(np.float64)),
+    "f16": (1, lambda ctx, v: _as_float(v).astype(np.float16).astype(np.float64)),
+    "ulp_out": (1, _ulp_out),
+    "bitnot": (1, lambda ctx, v: _bitnot(v)),
+    # The next three take a tensor field name (not a value) as first argument.
+    "type_min": (1, lambda ctx, t: ctx.type_ranges[ctx.tensor_types[t]][0]),
+    "type_max": (1, lambda ctx, t: ctx.type_ranges[ctx.tensor_types[t]][1]),
+    "is_type": (2, lambda ctx, t, name: np.bool_(ctx.tensor_types.get(t) == name)),
+}
+TENSOR_NAME_FUNCTIONS = {"type_min", "type_max", "is_type"}
+
+_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
+           ast.BitAnd: np.logical_and, ast.BitOr: np.logical_or}
+_CMPOPS = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
+           ast.Eq: np.equal, ast.NotEq: np.not_equal}
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A parsed, whitelisted expression and the names it reads."""
+
+    text: str
+    tree: ast.Expression
+    names: frozenset[str]
+    tensor_names: frozenset[str]
+
+    def evaluate(self, ctx: EvalContext) -> Any:
+        with np.errstate(all="ignore"):
+            return _eval(self.tree.body, ctx)
+
+
+def parse_formula(text: str) -> Formula:
+    """Parse and whitelist-check `text`; raise FormulaError naming the first forbidden construct."""
+    if not isinstance(text, str) or not text.strip():
+        raise FormulaError("a formula must be a non-empty string")
+    if len(text) > 2000:
+        raise FormulaError("formula longer than 2000 characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise FormulaError(f"not a valid expression: {exc.msg} at column {exc.offset}") from None
+    names: set[str] = set()
+    tensor_names: set[str] = set()
+    _check(tree.body, names, tensor_names)
+    return Formula(text=text, tree=tree, names=frozenset(names), tensor_names=frozenset(tensor_names))
+
+
+def _describe(node: ast.AST) -> str:
+    return type(node).__name__ + (f" '{ast.unparse(node)}'" if hasattr(ast, "unparse") else "")
+
+
+def _check(node: ast.AST, names: set[str], tensor_names: set[str]) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise FormulaError(f"only numbers are allowed as constants, found {_describe(node)}")
+    elif isinstance(node, ast.Name):
+        if node.id.startswith("_"):
+            raise FormulaError(f"names starting with '_' are not allowed: '{node.id}'")
+        if node.id in FUNCTIONS:
+            raise FormulaError(f"'{node.id}' is a function and must be called")
+        names.add(node.id)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise FormulaError(f"operator {type(node.op).__name__} is not allowed (use + - * / & |)")
+        _check(node.left, names, tensor_names)
+        _check(node.right, names, tensor_names)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, (ast.USub, ast.UAdd, ast.Not, ast.Invert)):
+            raise FormulaError(f"unary operator {type(node.op).__name__} is not allowed")
+        _check(node.operand, names, tensor_names)
+    elif isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _check(value, names, tensor_names)
+    elif isinstance(node, ast.Compare):
+        if len(node.ops) != 1 or type(node.ops[0]) not in _CMPOPS:
+            raise FormulaError("only single comparisons < <= > >= == != are allowed")
+        _check(node.left, names, tensor_names)
+        _check(node.comparators[0], names, tensor_names)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise FormulaError(f"only calls of whitelisted functions are allowed, found {_describe(node.func)}")
+        fname = node.func.id
+        if fname not in FUNCTIONS:
+            raise FormulaError(f"function '{fname}' is not allowed; known: {', '.join(sorted(FUNCTIONS))}")
+        if node.keywords:
+            raise FormulaError(f"keyword arguments are not allowed in '{fname}()'")
+        arity = FUNCTIONS[fname][0]
+        if len(node.args) != arity:
+            raise FormulaError(f"'{fname}()' takes {arity} argument(s), found {len(node.args)}")
+        args = list(node.args)
+        if fname in TENSOR_NAME_FUNCTIONS:
+            if not isinstance(args[0], ast.Name):
+                raise FormulaError(f"'{fname}()' takes a tensor field name as first argument")
+            tensor_names.add(args[0].id)
+            if fname == "is_type":
+                if not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+                    raise FormulaError("is_type() takes a data type name in quotes as second argument")
+            return
+        for arg in args:
+            _check(arg, names, tensor_names)
+    else:
+        raise FormulaError(f"{_describe(node)} is not allowed in a formula")
+
+
+def _eval(node: ast.AST, ctx: EvalContext) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        try:
+            return ctx.variables[node.id]
+        except KeyError:
+            raise FormulaError(f"name '{node.id}' is not bound") from None
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, ctx), _eval(node.right, ctx))
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, ctx)
+        if isinstance(node.op, ast.USub):
+            return np.negative(value)
+        if isinstance(node.op, ast.UAdd):
+            return value
+        return np.logical_not(value)
+    if isinstance(node, ast.BoolOp):
+        combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+        result = _eval(node.values[0], ctx)
+        for value in node.values[1:]:
+            result = combine(result, _eval(value, ctx))
+        return result
+    if isinstance(node, ast.Compare):
+        return _CMPOPS[type(node.ops[0])](_eval(node.left, ctx), _eval(node.comparators[0], ctx))
+    if isinstance(node, ast.Call):
+        fname = node.func.id  # type: ignore[attr-defined]
+        impl = FUNCTIONS[fname][1]
+        if fname in TENSOR_NAME_FUNCTIONS:
+            extra = [a.value for a in node.args[1:]]  # type: ignore[attr-defined]
+            return impl(ctx, node.args[0].id, *extra)  # type: ignore[attr-defined]
+        return impl(ctx, *[_eval(arg, ctx) for arg in node.args])
+    raise FormulaError(f"{type(node).__name__} is not allowed")  # unreachable after _check

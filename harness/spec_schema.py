@@ -1,0 +1,198 @@
+"""The JSON Schema of an operator spec file.
+
+Why JSON Schema (through `jsonschema`) rather than typed models: the spec is data written by
+people, and a declarative schema reports every structural problem with the exact key path
+(`error.absolute_path`), which maps straight onto the YAML line table of `yamlsource`.
+Meaning-level checks (known types, level order, table coverage) live in `spec_checks`.
+"""
+from __future__ import annotations
+
+_NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+_LEVEL = {"type": "string", "pattern": r"^\d+\.\d+$"}
+_TYPE_LIST = {"type": "array", "minItems": 1, "items": {"type": "string"}, "uniqueItems": True}
+_EXPR = {"type": "string", "minLength": 1}
+
+_TENSOR_SUPPORT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind", "dims", "types"],
+    "properties": {
+        "kind": {"enum": ["input", "optional_input", "output"]},
+        "dims": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        "types": _TYPE_LIST,
+    },
+}
+
+_WHEN = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["tensor"],
+    "properties": {"tensor": _NAME, "types": _TYPE_LIST, "types_not": _TYPE_LIST},
+    "oneOf": [{"required": ["types"]}, {"required": ["types_not"]}],
+}
+
+_COMPARISON = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "properties": {
+        "kind": {"enum": ["exact", "bitwise", "ulp"]},
+        "max_ulp": {"type": "integer", "minimum": 0},
+        "atol": _EXPR,
+        "ties": _EXPR,
+        "flush_denormals": {"type": "boolean"},
+        "nan_payload": {"enum": ["ignore", "exact"]},
+    },
+}
+
+_EXAMPLE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "source", "types", "inputs", "expected"],
+    "properties": {
+        "name": _NAME,
+        "source": {"type": "string"},
+        "types": {"type": "object", "additionalProperties": {"type": "string"}},
+        "sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+        "attributes": {"type": "object", "additionalProperties": {"type": "number"}},
+        "inputs": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
+        "expected": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
+    },
+}
+
+OPERATOR_SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["operator", "operator_type", "desc_struct", "summary", "introduced", "in_place",
+                 "fields", "support", "constraints", "formula", "comparison", "sources"],
+    "properties": {
+        "operator": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+        "operator_type": {"type": "integer", "minimum": 0},
+        "desc_struct": {"type": "string", "pattern": "^DML_[A-Z0-9_]+_OPERATOR_DESC$"},
+        "summary": {"type": "string"},
+        "introduced": _LEVEL,
+        "in_place": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["allowed", "pairs", "source"],
+            "properties": {
+                "allowed": {"type": "boolean"},
+                "pairs": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False, "required": ["output", "input"],
+                    "properties": {"output": _NAME, "input": _NAME}}},
+                "source": {"type": "string"},
+            },
+        },
+        "fields": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "role", "c_type"],
+                "properties": {
+                    "name": _NAME,
+                    "role": {"enum": ["input", "output", "attribute"]},
+                    "c_type": {"type": "string"},
+                    "default": {"type": "number"},
+                    "source": {"type": "string"},
+                },
+            },
+        },
+        "support": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["level", "tensors"],
+                "properties": {
+                    "level": _LEVEL,
+                    "tensors": {"type": "object", "minProperties": 1, "additionalProperties": _TENSOR_SUPPORT},
+                },
+            },
+        },
+        "constraints": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "rule", "text"],
+                "properties": {
+                    "id": _NAME,
+                    "rule": {"enum": ["same_data_type", "same_shape", "data_type_in"]},
+                    "tensors": {"type": "array", "items": _NAME, "minItems": 2},
+                    "tensor": _NAME,
+                    "types": _TYPE_LIST,
+                    "when": _WHEN,
+                    "text": {"type": "string"},
+                },
+            },
+        },
+        "formula": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["docs", "expression", "operands", "inputs", "output"],
+            "properties": {
+                "docs": {"type": "string"},
+                "expression": _EXPR,
+                "operands": {"enum": ["value", "raw_bits"]},
+                "inputs": {"type": "object", "minProperties": 1, "additionalProperties": _NAME},
+                "attributes": {"type": "array", "items": _NAME},
+                "constants": {"type": "object", "additionalProperties": _EXPR},
+                "absent_inputs": {"type": "object", "additionalProperties": {
+                    "type": "object", "additionalProperties": False, "required": ["value", "source"],
+                    "properties": {"value": {"type": "number"}, "source": {"type": "string"}}}},
+                "rounding": {"type": "object", "additionalProperties": False, "required": ["mode", "source"],
+                             "properties": {"mode": {"enum": ["half_to_even"]}, "source": {"type": "string"}}},
+                "output": _NAME,
+            },
+        },
+        "special_cases": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["input", "result", "source"],
+            "properties": {"input": {"type": "string"}, "result": {"type": "string"}, "source": {"type": "string"}}}},
+        "unspecified": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["id", "when", "why"],
+            "properties": {
+                "id": _NAME, "when": _EXPR, "why": {"type": "string"},
+                "applies_to": _TYPE_LIST, "handled_by": {"enum": ["comparison"]},
+                "undefined_behaviour": {"type": "boolean"}}}},
+        "comparison": {
+            "type": "object",
+            "required": ["default"],
+            "additionalProperties": _COMPARISON,
+        },
+        "attribute_values": {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": False, "required": ["ordinary", "edge"],
+            "properties": {"ordinary": {"type": "array", "items": {"type": "number"}, "minItems": 1},
+                           "edge": {"type": "array", "items": {"type": "number"}}}}},
+        "examples": {"type": "array", "items": _EXAMPLE},
+        "sources": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "additionalProperties": False, "required": ["document", "languages"],
+            "properties": {"document": {"type": "string"}, "languages": {"type": "array", "items": {"type": "string"}},
+                           "note": {"type": "string"}}}},
+    },
+}
+
+DATA_TYPES_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["data_types"],
+    "properties": {"data_types": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False,
+        "required": ["name", "enum", "bits", "numpy", "class", "since"],
+        "properties": {
+            "name": {"type": "string"}, "enum": {"type": "integer"}, "bits": {"enum": [4, 8, 16, 32, 64]},
+            "numpy": {"type": ["string", "null"]}, "class": {"enum": ["float", "signed", "unsigned"]},
+            "min": {"type": "integer"}, "max": {"type": "integer"}, "since": _LEVEL}}}},
+}
+
+FEATURE_LEVELS_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["feature_levels"],
+    "properties": {"feature_levels": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False, "required": ["name", "enum", "directml"],
+        "properties": {"name": _LEVEL, "enum": {"type": "integer"}, "directml": {"type": "string"}}}}},
+}
