@@ -105,6 +105,7 @@ class Formula:
     tree: ast.Expression
     names: frozenset[str]
     tensor_names: frozenset[str]
+    exact_in_any_precision: bool = False  # only selects and comparisons: no rounding can happen
 
     def evaluate(self, ctx: EvalContext) -> Any:
         with np.errstate(all="ignore"):
@@ -124,7 +125,22 @@ def parse_formula(text: str) -> Formula:
     names: set[str] = set()
     tensor_names: set[str] = set()
     _check(tree.body, names, tensor_names)
-    return Formula(text=text, tree=tree, names=frozenset(names), tensor_names=frozenset(tensor_names))
+    return Formula(text=text, tree=tree, names=frozenset(names), tensor_names=frozenset(tensor_names),
+                   exact_in_any_precision=_is_select_only(tree.body))
+
+
+_SELECT_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "isnan", "isinf", "is_negzero", "bitnot"}
+
+
+def _is_select_only(node: ast.AST) -> bool:
+    """True when the formula only compares, selects and negates its operands, so evaluating it in
+    the operands' own type gives the same values as evaluating it exactly."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.BinOp) and not isinstance(sub.op, (ast.BitAnd, ast.BitOr)):
+            return False
+        if isinstance(sub, ast.Call) and sub.func.id not in _SELECT_FUNCTIONS:  # type: ignore[attr-defined]
+            return False
+    return True
 
 
 def _describe(node: ast.AST) -> str:
@@ -217,3 +233,70 @@ def _eval(node: ast.AST, ctx: EvalContext) -> Any:
             return impl(ctx, node.args[0].id, *extra)  # type: ignore[attr-defined]
         return impl(ctx, *[_eval(arg, ctx) for arg in node.args])
     raise FormulaError(f"{type(node).__name__} is not allowed")  # unreachable after _check
+
+
+# --- exact evaluation (rare path) -------------------------------------------------------------
+# Used for the few elements whose float64 result sits exactly on a rounding midpoint of the
+# output type, where rounding twice (exact -> float64 -> output) could differ from rounding once.
+
+def _exact_min(a: Any, b: Any) -> Any:
+    return a if a <= b else b
+
+
+def _exact_max(a: Any, b: Any) -> Any:
+    return a if a >= b else b
+
+
+def _exact_round_half_even(v: Any) -> Any:
+    from fractions import Fraction
+    return Fraction(round(v))  # Python rounds Fractions half to even
+
+
+_EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "where": lambda c, a, b: a if c else b,
+    "min": _exact_min,
+    "max": _exact_max,
+    "clamp": lambda v, lo, hi: _exact_min(_exact_max(v, lo), hi),
+    "abs": abs,
+    "round_half_even": _exact_round_half_even,
+}
+
+
+class NotExact(Exception):
+    """The formula uses something the exact path does not model."""
+
+
+def evaluate_exact(formula: Formula, variables: dict[str, Any]) -> Any:
+    """Evaluate with Python Fractions (finite values only); raise NotExact when not possible."""
+    from fractions import Fraction
+
+    def walk(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return Fraction(node.value)
+        if isinstance(node, ast.Name):
+            return variables[node.id]
+        if isinstance(node, ast.BinOp):
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div):
+                if right == 0:
+                    raise NotExact("division by zero")
+                return left / right
+            raise NotExact(type(node.op).__name__)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Compare):
+            op = type(node.ops[0])
+            a, b = walk(node.left), walk(node.comparators[0])
+            return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b, ast.NotEq: a != b}[op]
+        if isinstance(node, ast.Call) and node.func.id in _EXACT_FUNCTIONS:  # type: ignore[attr-defined]
+            return _EXACT_FUNCTIONS[node.func.id](*[walk(a) for a in node.args])  # type: ignore[attr-defined]
+        raise NotExact(type(node).__name__)
+
+    return walk(formula.tree.body)

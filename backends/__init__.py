@@ -1,0 +1,1 @@
+"""Backends: implementations of DirectML operators that run the same cases and are diffed."""

@@ -1,0 +1,60 @@
+"""The NumPy reference backend: the spec formulas, evaluated exactly, with the spec's validator.
+
+It is what every other backend is diffed against. It rejects invalid descriptors with the
+validator's rule ids, and writes outputs through the output strides into a buffer of the
+output's TotalTensorSizeInBytes (an in-place output writes into the aliased input's buffer).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from harness import __version__
+from harness.descriptor import Case
+from harness.layout import is_packed, total_bytes, write_logical
+from harness.reference import compute_outputs
+from harness.spec import SpecSet, load_specs
+from harness.validator import validate
+
+from .base import Capabilities, Outputs, Rejected, RunResult, Unsupported
+
+
+class NumpyReferenceBackend:
+    name = "numpy"
+
+    def __init__(self, specs: SpecSet | None = None, **_: object) -> None:
+        self.specs = specs or load_specs()
+
+    def version(self) -> str:
+        return f"dmlconform-reference {__version__} (numpy {np.__version__})"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(validates_descriptors=True, notes=["the reference: spec formulas and the spec validator"])
+
+    def run(self, case: Case) -> RunResult:
+        spec = self.specs.operators.get(case.operator)
+        if spec is None:
+            return Unsupported(f"no spec for operator {case.operator}")
+        verdict = validate(spec, case.descriptor, case.feature_level)
+        if not verdict.accepted:
+            return Rejected(verdict.summary(), tuple(sorted(verdict.rule_ids)))
+        catalog = self.specs.catalog
+        result, _, _ = compute_outputs(spec, case.descriptor, case.inputs)
+        buffers: dict[str, bytes] = {}
+        for f in spec.output_fields:
+            desc = case.descriptor.tensors[f.name]
+            assert desc is not None
+            alias = case.descriptor.aliases.get(f.name)
+            size = total_bytes(desc, catalog.dtype(desc.data_type))
+            if not alias and is_packed(desc) and size == result.nbytes:
+                buffers[f.name] = result.tobytes()  # the common case: one copy
+                continue
+            buffer = bytearray(case.inputs[alias]) if alias else bytearray(size)
+            write_logical(buffer, desc, result)
+            buffers[f.name] = bytes(buffer)
+        return Outputs(buffers)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,108 @@
+"""Buffer layout arithmetic of DML_BUFFER_TENSOR_DESC: strides, minimum sizes, strided reads and writes.
+
+The formulas are DirectML's (DMLCalcBufferTensorSize): strides are in elements, the last element's
+index is dot(Sizes - 1, Strides), and the minimum size is rounded up to 4 bytes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .catalog import DataType
+from .descriptor import TensorDesc
+
+MAX_ELEMENTS = 2**32 - 1
+
+
+def packed_strides(sizes: list[int]) -> list[int]:
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    return strides
+
+
+def effective_strides(desc: TensorDesc) -> list[int]:
+    return list(desc.strides) if desc.strides is not None else packed_strides(desc.sizes)
+
+
+def element_count(desc: TensorDesc) -> int:
+    count = 1
+    for size in desc.sizes:
+        count *= size
+    return count
+
+
+def minimum_bytes(desc: TensorDesc, dtype: DataType) -> int:
+    """DMLCalcBufferTensorSize: bytes up to one past the last element, rounded up to 4."""
+    if any(s == 0 for s in desc.sizes):
+        return 0
+    if desc.strides is None:
+        count = element_count(desc)
+    else:
+        count = sum((s - 1) * st for s, st in zip(desc.sizes, desc.strides)) + 1
+    return (count * dtype.size_bytes + 3) & ~3
+
+
+def total_bytes(desc: TensorDesc, dtype: DataType) -> int:
+    return desc.total_bytes if desc.total_bytes is not None else minimum_bytes(desc, dtype)
+
+
+def strided_view(buffer: np.ndarray, desc: TensorDesc, itemsize: int) -> np.ndarray:
+    """A view of the logical elements of a flat element buffer (no copy)."""
+    strides = [s * itemsize for s in effective_strides(desc)]
+    return np.lib.stride_tricks.as_strided(buffer, shape=tuple(desc.sizes), strides=tuple(strides), writeable=buffer.flags.writeable)
+
+
+def read_logical(data: bytes, desc: TensorDesc, np_dtype: np.dtype) -> np.ndarray:
+    """The logical tensor (shape = Sizes) read through the strides of a raw buffer.
+
+    A read-only view where possible (no copy); callers that need to write must copy.
+    """
+    np_dtype = np.dtype(np_dtype)
+    usable = len(data) - len(data) % np_dtype.itemsize
+    flat = np.frombuffer(memoryview(data)[:usable], dtype=np_dtype)
+    return strided_view(flat, desc, np_dtype.itemsize)
+
+
+def is_packed(desc: TensorDesc) -> bool:
+    return desc.strides is None or list(desc.strides) == packed_strides(desc.sizes) or element_count(desc) == 1
+
+
+def write_logical(buffer: bytearray, desc: TensorDesc, values: np.ndarray) -> None:
+    """Write the logical tensor `values` into `buffer` through the strides of `desc`."""
+    values = np.asarray(values)
+    usable = len(buffer) - len(buffer) % values.dtype.itemsize
+    flat = np.frombuffer(memoryview(buffer)[:usable], dtype=values.dtype)
+    view = strided_view(flat, desc, values.dtype.itemsize)
+    view[...] = values.reshape(desc.sizes)
+
+
+def pack_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, fill: int = 0) -> bytes:
+    """A whole buffer of TotalTensorSizeInBytes holding `values` at their strided places; padding = fill byte."""
+    buffer = bytearray([fill & 0xFF]) * total_bytes(desc, dtype)
+    write_logical(buffer, desc, np.asarray(values, dtype=dtype.numpy))
+    return bytes(buffer)
+
+
+def output_overlaps(desc: TensorDesc, limit: int = 1 << 20) -> bool:
+    """True when two distinct logical elements share a memory location.
+
+    Exact for up to `limit` elements (all offsets are enumerated); above that a sufficient
+    condition is used (strides sorted ascending each clear the span of the smaller ones).
+    """
+    strides = effective_strides(desc)
+    dims = [(size, stride) for size, stride in zip(desc.sizes, strides) if size > 1]
+    if not dims:
+        return False
+    if any(stride == 0 for _, stride in dims):
+        return True
+    if element_count(desc) <= limit:
+        offsets = np.zeros(1, dtype=np.int64)
+        for size, stride in dims:
+            offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
+        return len(np.unique(offsets)) != len(offsets)
+    span = 0
+    for size, stride in sorted(dims, key=lambda d: d[1]):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False

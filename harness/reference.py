@@ -1,0 +1,210 @@
+"""The reference semantics of an operator: its spec formula evaluated with NumPy.
+
+`compute_outputs` gives the correctly rounded value of the formula for the output type: the
+formula is evaluated in float64 (integers in int64/uint64), and elements whose float64 result lies
+exactly on a rounding midpoint of the output type are re-evaluated with exact fractions.
+`expected_for` adds what the diff needs: where the docs leave the result unspecified, the rounding
+ties, the absolute slack of the comparison, and the result with fp32 denormals flushed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .catalog import Catalog, DataType
+from .descriptor import Case, Descriptor
+from .expr import EvalContext, NotExact, evaluate_exact
+from .layout import read_logical
+from .spec import OperatorSpec
+
+F32_TINY = float(np.finfo(np.float32).tiny)
+
+
+@dataclass
+class Expected:
+    """The reference result of one case, with everything the comparison needs."""
+
+    outputs: dict[str, np.ndarray]
+    unspecified: dict[str, np.ndarray]          # output -> bool mask
+    unspecified_reasons: dict[str, list[str]]   # output -> ids of the unspecified rules that matched
+    ties: dict[str, np.ndarray] = field(default_factory=dict)
+    atol: dict[str, np.ndarray] = field(default_factory=dict)
+    flushed: dict[str, np.ndarray] = field(default_factory=dict)  # result with fp32 denormals flushed
+    variables: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.ndarray:
+    if native:
+        return raw
+    if dtype.is_float:
+        with np.errstate(invalid="ignore"):  # signalling NaNs are quieted, as any float conversion does
+            return raw.astype(np.float64)
+    return raw.astype(np.uint64 if dtype.kind == "unsigned" and dtype.bits == 64 else np.int64)
+
+
+def flush_f32_denormals(values: np.ndarray) -> np.ndarray:
+    """fp32 denormals replaced by a zero of the same sign (what D3D hardware may do)."""
+    if values.dtype.kind != "f":
+        return values
+    denormal = (np.abs(values) < F32_TINY) & (values != 0)
+    return np.where(denormal, np.copysign(0.0, values), values)
+
+
+def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes], flush: bool = False) -> dict[str, np.ndarray]:
+    """The formula's input variables as arrays (raw bits or values), absent inputs as their stated constant."""
+    catalog = spec.catalog
+    assert catalog is not None
+    variables: dict[str, np.ndarray] = {}
+    for var, tensor in spec.formula.inputs.items():
+        desc = descriptor.tensors.get(tensor)
+        if desc is None:
+            variables[var] = np.asarray(spec.formula.absent_inputs[var])
+            continue
+        dtype = catalog.dtype(desc.data_type)
+        if spec.formula.operands == "raw_bits":
+            variables[var] = read_logical(inputs[tensor], desc, dtype.bits_numpy)
+        else:
+            native = spec.formula.expression.exact_in_any_precision and not (flush and dtype.name == "FLOAT32")
+            values = _value_array(read_logical(inputs[tensor], desc, dtype.numpy), dtype, native)
+            if flush and dtype.name == "FLOAT32":
+                values = flush_f32_denormals(values)
+            variables[var] = values
+    for name in spec.formula.attributes:
+        value = descriptor.attributes.get(name, spec.field(name).default)
+        c_type = spec.field(name).c_type
+        variables[name] = np.float64(np.float32(value)) if c_type == "FLOAT" else np.float64(value)
+    return variables
+
+
+def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray]) -> EvalContext:
+    catalog = spec.catalog
+    assert catalog is not None
+    out_desc = descriptor.tensors[spec.formula.output]
+    assert out_desc is not None
+    ctx = EvalContext(variables=dict(variables),
+                      tensor_types={n: t.data_type for n, t in descriptor.tensors.items() if t is not None},
+                      type_ranges=catalog.type_ranges(),
+                      output_numpy_dtype=catalog.dtype(out_desc.data_type).numpy)
+    for name, const in spec.formula.constants.items():
+        ctx.variables[name] = np.asarray(const.evaluate(ctx))
+    return ctx
+
+
+def _midpoint_candidates(result: np.ndarray, out: np.dtype) -> np.ndarray:
+    """Elements of a float64 result that may sit on a rounding midpoint of the float output type."""
+    if out == np.float64:
+        return np.zeros(result.shape, dtype=bool)
+    mantissa_bits = {np.dtype(np.float32): 23, np.dtype(np.float16): 10}[np.dtype(out)]
+    drop = 52 - mantissa_bits
+    bits = result.view(np.uint64)
+    candidates = (bits & np.uint64((1 << drop) - 1)) == np.uint64(1 << (drop - 1))
+    # In the output's subnormal range the rounding position is higher: there, every non-zero
+    # value is a candidate (the exponent field of the float64 is below the output's normal range).
+    # |result| as bits, minus one, wraps zero around to the top: one unsigned compare then finds
+    # the non-zero values below the output's smallest normal.
+    threshold = np.float64(np.finfo(out).tiny).view(np.uint64)
+    magnitude_minus_one = (bits & np.uint64(0x7FFFFFFFFFFFFFFF)) - np.uint64(1)
+    candidates |= magnitude_minus_one < threshold - np.uint64(1)
+    return candidates
+
+
+def _round_fraction(q: Fraction, out: np.dtype) -> np.generic:
+    """Round an exact value once to the float type `out` (nearest, ties to even)."""
+    guess = np.asarray(float(q)).astype(out)
+    candidates = [guess, np.nextafter(guess, out.type(np.inf)), np.nextafter(guess, out.type(-np.inf))]
+    finite = [c for c in candidates if np.isfinite(c)]
+
+    def key(c: np.generic) -> tuple:
+        even = int(np.asarray(c).view(f"uint{out.itemsize * 8}")) & 1
+        return (abs(Fraction(float(c)) - q), even)
+
+    return min(finite, key=key) if finite else guess
+
+
+def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes],
+                    flush: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
+    """The formula's result in the output data type (logical shape), the bound variables, and the context."""
+    catalog = spec.catalog
+    assert catalog is not None
+    out_desc = descriptor.tensors[spec.formula.output]
+    assert out_desc is not None
+    out_type = catalog.dtype(out_desc.data_type)
+    variables = bind_inputs(spec, descriptor, inputs, flush=flush)
+    ctx = _context(spec, descriptor, variables)
+    raw = np.asarray(spec.formula.expression.evaluate(ctx))
+    shape = tuple(out_desc.sizes)
+
+    if raw.shape != shape:
+        raw = np.ascontiguousarray(np.broadcast_to(raw, shape))
+    if spec.formula.operands == "raw_bits":
+        return raw.astype(out_type.bits_numpy, copy=False).view(out_type.numpy), variables, ctx
+    if out_type.is_float:
+        with np.errstate(all="ignore"):
+            result = raw.astype(out_type.numpy)
+        if not spec.formula.expression.exact_in_any_precision and raw.dtype == np.float64:
+            fix = _midpoint_candidates(raw, out_type.numpy)
+            if fix.any():
+                _fix_double_rounding(spec, ctx, result, fix & np.isfinite(raw), out_type.numpy, shape)
+        return result, variables, ctx
+    with np.errstate(all="ignore"):
+        if raw.dtype.kind == "f" and np.isnan(raw).any():
+            raw = np.where(np.isnan(raw), 0, raw)  # NaN results are unspecified regions; keep the cast defined
+        return raw.astype(out_type.numpy), variables, ctx
+
+
+def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarray, fix: np.ndarray,
+                         out: np.dtype, shape: tuple[int, ...]) -> None:
+    names = list(ctx.variables)
+    broadcast = {n: np.broadcast_to(np.asarray(ctx.variables[n]), shape) for n in names}
+    for index in zip(*np.nonzero(fix)):
+        env = {}
+        try:
+            for n in names:
+                v = broadcast[n][index]
+                if not np.isfinite(v):
+                    raise NotExact("non-finite")
+                env[n] = Fraction(int(v)) if np.asarray(v).dtype.kind in "iu" else Fraction(float(v))
+            exact = evaluate_exact(spec.formula.expression, env)
+        except NotExact:
+            continue
+        result[index] = _round_fraction(Fraction(exact), out)
+
+
+def expected_for(spec: OperatorSpec, case: Case) -> Expected:
+    """Reference outputs plus the masks and slack the diff engine needs."""
+    catalog = spec.catalog
+    assert catalog is not None
+    descriptor = case.descriptor
+    output_name = spec.formula.output
+    out_desc = descriptor.tensors[output_name]
+    assert out_desc is not None
+    out_type = out_desc.data_type
+    result, variables, ctx = compute_outputs(spec, descriptor, case.inputs)
+    shape = tuple(out_desc.sizes)
+
+    mask = np.zeros(shape, dtype=bool)
+    reasons: list[str] = []
+    for rule in spec.unspecified:
+        if rule.handled_by == "comparison":
+            continue
+        if rule.applies_to is not None and out_type not in rule.applies_to:
+            continue
+        hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
+        if hit.any():
+            reasons.append(rule.id)
+            mask = mask | hit
+    expected = Expected(outputs={output_name: result}, unspecified={output_name: mask},
+                        unspecified_reasons={output_name: reasons}, variables=variables)
+    comparison = spec.comparison_for(out_type)
+    if comparison.ties is not None:
+        expected.ties[output_name] = np.broadcast_to(np.asarray(comparison.ties.evaluate(ctx), dtype=bool), shape)
+    if comparison.atol is not None:
+        expected.atol[output_name] = np.broadcast_to(np.asarray(comparison.atol.evaluate(ctx), dtype=np.float64), shape)
+    if comparison.flush_denormals:
+        flushed, _, _ = compute_outputs(spec, descriptor, case.inputs, flush=True)
+        if flushed.dtype.kind == "f":
+            flushed = flush_f32_denormals(flushed.astype(np.float64)).astype(flushed.dtype) if flushed.dtype == np.float32 else flushed
+        expected.flushed[output_name] = flushed
+    return expected

@@ -1,0 +1,87 @@
+"""Every validator rule: a descriptor that breaks only that rule is rejected with exactly its id,
+and a close valid descriptor is accepted."""
+import copy
+
+import pytest
+
+from harness.descriptor import Descriptor, TensorDesc
+from harness.validator import GENERIC_RULES, validate
+from tests.helpers import SPECS
+
+
+def sign(dtype="FLOAT32", sizes=(1, 1, 2, 4), **kw):
+    return Descriptor("ELEMENT_WISE_SIGN", {"InputTensor": TensorDesc(dtype, list(sizes)),
+                                            "OutputTensor": TensorDesc(dtype, list(sizes))}, **kw)
+
+
+def quant(inp="FLOAT32", scale="FLOAT32", zp="UINT8", out="UINT8", sizes=(1, 1, 2, 4)):
+    t = lambda d: TensorDesc(d, list(sizes)) if d else None
+    return Descriptor("ELEMENT_WISE_QUANTIZE_LINEAR", {"InputTensor": t(inp), "ScaleTensor": t(scale),
+                                                       "ZeroPointTensor": t(zp), "OutputTensor": t(out)})
+
+
+def edit(desc, tensor, **changes):
+    d = copy.deepcopy(desc)
+    for k, v in changes.items():
+        setattr(d.tensors[tensor], k, v)
+    return d
+
+
+# rule id -> (valid descriptor, level, broken descriptor, level)
+CASES = {
+    "operator.unavailable": (sign(), "2.0", sign(), "1.0"),
+    "descriptor.unknown_field": (sign(), "4.1", Descriptor("ELEMENT_WISE_SIGN", {**sign().tensors, "BiasTensor": TensorDesc("FLOAT32", [1, 1, 2, 4])}), "4.1"),
+    "tensor.missing": (quant(zp=None), "6.2", quant(zp=None), "6.1"),
+    "tensor.data_type": (sign("INT32"), "2.1", sign("INT32"), "2.0"),
+    "tensor.dimension_count": (sign(sizes=(2, 4)), "3.0", sign(sizes=(2, 4)), "2.1"),
+    "tensor.sizes_length": (sign(), "4.1", edit(edit(sign(), "InputTensor", dimension_count=3), "OutputTensor", dimension_count=3), "4.1"),
+    "tensor.strides_length": (edit(sign(), "InputTensor", strides=[8, 8, 4, 1]), "4.1", edit(sign(), "InputTensor", strides=[8, 4, 1]), "4.1"),
+    "tensor.zero_size": (sign(), "4.1", sign(sizes=(1, 0, 2, 4)), "4.1"),
+    "tensor.too_many_elements": (sign(sizes=(1, 1, 65535, 65537)), "4.1", sign(sizes=(1, 1, 65536, 65536)), "4.1"),
+    "tensor.total_size_too_small": (edit(sign(), "InputTensor", total_bytes=32), "4.1", edit(sign(), "InputTensor", total_bytes=28), "4.1"),
+    "tensor.alignment": (edit(sign(), "InputTensor", alignment=16), "4.1", edit(sign(), "InputTensor", alignment=12), "4.1"),
+    "tensor.flags": (edit(sign(), "InputTensor", flags=1), "4.1", edit(sign(), "InputTensor", flags=2), "4.1"),
+    "tensor.output_overlap": (edit(sign(), "InputTensor", strides=[0, 0, 0, 1]), "4.1", edit(sign(), "OutputTensor", strides=[0, 0, 0, 1]), "4.1"),
+    "in_place.not_allowed": (sign(aliases={"OutputTensor": "InputTensor"}), "4.1",
+                             Descriptor("ELEMENT_WISE_QUANTIZE_LINEAR", quant(inp="FLOAT32", zp="UINT8", out="UINT8").tensors,
+                                        aliases={"OutputTensor": "InputTensor"}), "4.1"),
+    "in_place.layout_mismatch": (sign(aliases={"OutputTensor": "InputTensor"}), "4.1",
+                                 edit(sign(aliases={"OutputTensor": "InputTensor"}), "OutputTensor", strides=[16, 16, 8, 2], total_bytes=64), "4.1"),
+    "constraint.same_data_type": (sign("INT8"), "4.1", edit(sign("INT8"), "OutputTensor", data_type="UINT8"), "4.1"),
+    "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
+    "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
+    "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),
+    "constraint.zero_point_same_type_as_output": (quant(zp="INT8", out="INT8"), "6.4", quant(zp="INT8", out="UINT8"), "6.4"),
+}
+
+
+def test_every_rule_id_has_a_case():
+    rule_ids = set(GENERIC_RULES)
+    for op in SPECS.operators.values():
+        rule_ids |= {c.rule_id for c in op.constraints}
+    assert rule_ids == set(CASES)
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_rule_alone_is_reported_and_neighbour_is_accepted(rule):
+    valid, valid_level, broken, broken_level = CASES[rule]
+    spec = SPECS.operator(broken.operator)
+    good = validate(SPECS.operator(valid.operator), valid, valid_level)
+    assert good.accepted, good.summary()
+    verdict = validate(spec, broken, broken_level)
+    assert verdict.rule_ids == {rule}, verdict.summary()
+    assert all(v.message for v in verdict.violations)
+
+
+def test_all_broken_rules_are_reported():
+    d = edit(edit(sign("FLOAT64"), "OutputTensor", sizes=[1, 1, 1, 4]), "InputTensor", alignment=3)
+    verdict = validate(SPECS.operator("ELEMENT_WISE_SIGN"), d, "4.1")
+    assert verdict.rule_ids == {"tensor.data_type", "constraint.same_shape", "tensor.alignment"}
+
+
+def test_level_gated_rejection_is_not_invalid_on_newer_levels():
+    """A descriptor invalid only at a lower level is valid on a newer device."""
+    spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+    d = quant("FLOAT16", "FLOAT16", "INT8", "INT8")
+    assert validate(spec, d, "5.2").rule_ids == {"tensor.data_type"}
+    assert validate(spec, d, "6.0").accepted and validate(spec, d, "6.4").accepted
