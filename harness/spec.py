@@ -140,9 +140,22 @@ class Example:
     expected: dict[str, list[float]]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Favour:
+    """A value the generator favours for an input tensor, computed from the other inputs."""
+
+    tensor: str
+    expression: Formula
+    k_range: tuple[int, int]
+    why: str
+
+
+@dataclass(eq=False)  # identity equality and hashing: specs are cache keys
 class OperatorSpec:
     """Everything about one operator, read from its spec file."""
+
+    def __repr__(self) -> str:  # short: Hypothesis prints strategy arguments
+        return f"OperatorSpec({self.name})"
 
     name: str
     operator_type: int
@@ -162,6 +175,7 @@ class OperatorSpec:
     examples: tuple[Example, ...]
     sources: tuple[dict, ...]
     path: Path
+    favour: tuple[Favour, ...] = ()
     raw: dict = field(repr=False, default_factory=dict)
     catalog: Catalog | None = field(repr=False, default=None)
 
@@ -467,7 +481,18 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
                                 {k: list(v) for k, v in raw["inputs"].items()},
                                 {k: list(v) for k, v in raw["expected"].items()}))
 
+    favour = []
+    for index, raw in enumerate(data.get("generation", {}).get("favour", [])):
+        path = ("generation", "favour", index)
+        if raw["tensor"] not in input_names:
+            raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
+        f = _formula(src, path + ("expression",), raw["expression"])
+        _check_names(src, path + ("expression",), f, names | {"k"}, tensor_names)
+        k_range = tuple(raw.get("k", [0, 0]))
+        favour.append(Favour(raw["tensor"], f, (k_range[0], k_range[1]), raw["why"]))
+
     return OperatorSpec(
+        favour=tuple(favour),
         name=data["operator"], operator_type=data["operator_type"], desc_struct=data["desc_struct"],
         summary=data["summary"], introduced=data["introduced"], in_place_allowed=in_place["allowed"],
         in_place_pairs=pairs, fields=tuple(fields), support=tuple(support), constraints=tuple(constraints),

@@ -168,6 +168,11 @@ OPERATOR_SCHEMA: dict = {
             "properties": {"ordinary": {"type": "array", "items": {"type": "number"}, "minItems": 1},
                            "edge": {"type": "array", "items": {"type": "number"}}}}},
         "examples": {"type": "array", "items": _EXAMPLE},
+        "generation": {"type": "object", "additionalProperties": False, "properties": {
+            "favour": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["tensor", "expression", "why"],
+                "properties": {"tensor": _NAME, "expression": _EXPR, "why": {"type": "string"},
+                               "k": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}}}}},
         "sources": {"type": "array", "minItems": 1, "items": {
             "type": "object", "additionalProperties": False, "required": ["document", "languages"],
             "properties": {"document": {"type": "string"}, "languages": {"type": "array", "items": {"type": "string"}},

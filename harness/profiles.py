@@ -1,0 +1,26 @@
+"""Hypothesis profiles shared by the test suite and the CLI.
+
+ci: derandomized (the same examples on every run) and bounded, so CI is reproducible.
+dev: random, moderate, with the example database under the run's output directory.
+thorough: many examples, for release and vendor qualification runs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+PROFILES = {"ci": 25, "dev": 50, "thorough": 1000}
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+             HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+
+
+def register_profiles(output_dir: Path) -> None:
+    database = DirectoryBasedExampleDatabase(str(output_dir / "hypothesis"))
+    settings.register_profile("ci", max_examples=PROFILES["ci"], derandomize=True, deadline=None, database=None,
+                              suppress_health_check=_SUPPRESS, print_blob=True)
+    settings.register_profile("dev", max_examples=PROFILES["dev"], deadline=None, database=database,
+                              suppress_health_check=_SUPPRESS, print_blob=True)
+    settings.register_profile("thorough", max_examples=PROFILES["thorough"], deadline=None, database=database,
+                              suppress_health_check=_SUPPRESS, print_blob=True)

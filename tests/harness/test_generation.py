@@ -1,0 +1,147 @@
+"""The generators: valid cases are valid, invalid cases break exactly their rule, every rule and
+every table cell is reached, and sweeps cover every 16-bit pattern exactly once."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness.layout import read_logical
+from harness.strategies import (candidate_rules, coverage_plan, invalid_cases, rule_reachable, table_cells, valid_cases,
+                                valid_descriptors, valid_type_assignments)
+from harness.sweeps import sweep_case, sweeps
+from harness.validator import validate
+from tests.helpers import SPECS
+
+OPERATORS = sorted(SPECS.operators)
+LEVELS = [l.name for l in SPECS.catalog.levels]
+QUICK = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+                 suppress_health_check=list(HealthCheck))
+
+
+def _levels(op):
+    return [lvl for lvl in LEVELS if SPECS.operator(op).table_at(lvl) is not None]
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+def test_valid_cases_are_accepted(op):
+    """Hundreds of valid cases per operator, spread over its levels, all accepted by the validator."""
+    spec = SPECS.operator(op)
+    seen = []
+    for level in _levels(op):
+        @QUICK
+        @given(valid_cases(spec, level))
+        def check(case):
+            verdict = validate(spec, case.descriptor, level)
+            assert verdict.accepted, verdict.summary()
+            seen.append(case)
+        check()
+    assert len(seen) >= 100
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+def test_invalid_cases_break_exactly_their_rule(op):
+    spec = SPECS.operator(op)
+    reached = set()
+    for level in _levels(op):
+        for rule in candidate_rules(spec):
+            if not rule_reachable(spec, level, rule):
+                continue
+
+            @settings(QUICK, max_examples=8)
+            @given(invalid_cases(spec, level, rule))
+            def check(case):
+                verdict = validate(spec, case.descriptor, case.feature_level)
+                assert verdict.rule_ids == {rule}, f"{rule}: {verdict.summary()}"
+                assert case.broken_rule == rule and not case.expect_valid
+            check()
+            reached.add(rule)
+    expected_unreachable = {
+        # these two need a level older than the operator's introduction, or a disallowed in-place pair
+        "ACTIVATION_HARD_SIGMOID": {"operator.unavailable", "in_place.not_allowed"},
+        "ELEMENT_WISE_QUANTIZE_LINEAR": {"operator.unavailable", "in_place.layout_mismatch"},
+        "ELEMENT_WISE_SIGN": {"in_place.not_allowed"},
+        "ELEMENT_WISE_BIT_NOT": {"in_place.not_allowed"},
+    }[op]
+    assert set(candidate_rules(spec)) - reached == expected_unreachable
+
+
+def test_every_rule_id_is_reached_by_some_operator():
+    from harness.validator import GENERIC_RULES
+    reached = {r for op in SPECS.operators.values() for lvl in LEVELS for r in candidate_rules(op) if rule_reachable(op, lvl, r)}
+    all_rules = set(GENERIC_RULES) | {c.rule_id for op in SPECS.operators.values() for c in op.constraints}
+    assert reached == all_rules
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+def test_every_table_cell_is_generated(op, capsys):
+    """A bounded run (one valid descriptor per coverage-plan entry) reaches every table cell."""
+    spec = SPECS.operator(op)
+    expected = table_cells(spec)
+    covered = set()
+    for table in spec.support:
+        for cell in coverage_plan(spec, table.level):
+            @settings(QUICK, max_examples=1)
+            @given(valid_descriptors(spec, table.level, cell=cell))
+            def collect(descriptor):
+                assert validate(spec, descriptor, table.level).accepted
+                for name, desc in descriptor.tensors.items():
+                    if desc is not None:
+                        covered.add((op, table.level, name, desc.data_type, desc.dim_count))
+            collect()
+    missing = expected - covered
+    with capsys.disabled():
+        print(f"\n{op}: covered {len(expected & covered)} of {len(expected)} table cells")
+    assert not missing, sorted(missing)[:10]
+
+
+def test_type_assignments_respect_conditional_constraints():
+    spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+    combos = valid_type_assignments(spec, "6.4")
+    assert all(c["ScaleTensor"] == "FLOAT32" for c in combos if c["InputTensor"] == "INT32")
+    assert all(c["ScaleTensor"] == c["InputTensor"] for c in combos if c["InputTensor"] != "INT32")
+    assert any(c["ZeroPointTensor"] is None for c in combos)
+    assert not any(c["ZeroPointTensor"] is None for c in valid_type_assignments(spec, "6.1"))
+
+
+@QUICK
+@given(valid_cases(SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR"), "6.4"))
+def test_valid_quantize_data_never_has_zero_scale(case):
+    desc = case.descriptor.tensors["ScaleTensor"]
+    scale = read_logical(case.inputs["ScaleTensor"], desc, SPECS.catalog.dtype(desc.data_type).numpy)
+    assert not (scale == 0).any()
+
+
+def test_quantize_data_favours_ties_and_saturation_edges():
+    spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+    ties = edges = 0
+
+    @QUICK
+    @given(valid_cases(spec, "6.4", data_type="FLOAT32"))
+    def collect(case):
+        nonlocal ties, edges
+        d = case.descriptor
+        with np.errstate(all="ignore"):
+            x = read_logical(case.inputs["InputTensor"], d.tensors["InputTensor"], np.float32).astype(np.float64)
+            s = read_logical(case.inputs["ScaleTensor"], d.tensors["ScaleTensor"], np.float32).astype(np.float64)
+            q = x / s
+            ties += int((np.isfinite(q) & (q - np.floor(q) == 0.5)).sum())
+            edges += int((np.isfinite(q) & (np.abs(q) >= 100) & (np.abs(q) <= 300)).sum())
+    collect()
+    assert ties > 20 and edges > 5
+
+
+def test_sweep_produces_each_16_bit_pattern_once():
+    found = {w.id: w for w in sweeps(SPECS)}
+    assert "ELEMENT_WISE_SIGN-FL6.4-FLOAT16" in found and "ELEMENT_WISE_BIT_NOT-FL6.4-INT8" in found
+    case = sweep_case(SPECS, found["ELEMENT_WISE_SIGN-FL6.4-FLOAT16"])
+    desc = case.descriptor.tensors["InputTensor"]
+    patterns = read_logical(case.inputs["InputTensor"], desc, np.uint16).ravel()
+    assert len(patterns) == 65536 and len(np.unique(patterns)) == 65536
+    assert validate(SPECS.operator("ELEMENT_WISE_SIGN"), case.descriptor, case.feature_level).accepted
+
+
+def test_sweeps_cover_only_supported_unary_pairs():
+    ids = {w.id for w in sweeps(SPECS)}
+    assert not any("QUANTIZE" in i for i in ids), "QUANTIZE_LINEAR has three inputs: not unary"
+    assert "ACTIVATION_HARD_SIGMOID-FL6.4-FLOAT16" in ids and not any(i.startswith("ACTIVATION_HARD_SIGMOID-FL6.4-INT") for i in ids)
+    old = {w.id for w in sweeps(SPECS, level="2.0")}
+    assert old == {"ACTIVATION_HARD_SIGMOID-FL2.0-FLOAT16", "ELEMENT_WISE_SIGN-FL2.0-FLOAT16"}
