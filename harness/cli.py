@@ -52,6 +52,83 @@ def cmd_spec_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_backends(args: argparse.Namespace) -> int:
+    from .registry import DEFAULT_BACKENDS, describe_backends
+    specs = _load(args)
+    infos = describe_backends(specs=specs)
+    width = max(len(i.name) for i in infos)
+    for info in infos:
+        state = "available" if info.available else ("installed, not available" if info.loadable else "broken")
+        default = " (default)" if info.name in DEFAULT_BACKENDS else ""
+        detail = info.version if info.available else info.reason
+        print(f"{info.name:<{width}}  {state:<24}  {detail}{default}")
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .descriptor import Case
+    from .registry import load_backend
+    from .suite import run_case
+    specs = _load(args)
+    try:
+        case = Case.load(Path(args.case_file))
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        print(f"cannot read case file {args.case_file}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if case.operator not in specs.operators:
+        print(f"case operator {case.operator!r} has no spec in {specs.directory}", file=sys.stderr)
+        return EXIT_USAGE
+    spec = specs.operator(case.operator)
+    worst = EXIT_OK
+    for name in args.backend or ["numpy"]:
+        try:
+            backend = load_backend(name, specs=specs)
+        except ValueError as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_USAGE
+        ok, reason = backend.available()
+        if not ok:
+            print(f"{name}: not available: {reason}")
+            worst = EXIT_FAIL
+            continue
+        from .expectations import load_expectations
+        kind = "valid" if case.expect_valid else "invalid"
+        outcome = run_case(backend, spec, case, kind, expectations=load_expectations(name))
+        print(outcome.message)
+        backend.close()
+        if outcome.failed:
+            worst = EXIT_FAIL
+    return worst
+
+
+def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
+    """The conformance run: the pytest suite with JUnit XML and Allure results under the reports dir."""
+    import pytest
+    reports = Path(args.reports_dir)
+    reports.mkdir(parents=True, exist_ok=True)
+    for stale in (reports / "results").glob("results-*.jsonl"):
+        stale.unlink()  # a run's records describe that run only
+    root = Path(__file__).resolve().parent.parent
+    pytest_args = [str(root / "tests" / "conformance"), "-q", "-p", "no:cacheprovider",
+                   f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
+                   f"--reports-dir={reports}", f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
+    for name in args.backend or []:
+        pytest_args.append(f"--backend={name}")
+    for level in args.feature_level or []:
+        pytest_args.append(f"--feature-level={level}")
+    for op in args.operator or []:
+        pytest_args.append(f"--operator={op}")
+    for t in args.dtype or []:
+        pytest_args.append(f"--dtype={t}")
+    if args.max_examples:
+        pytest_args.append(f"--max-examples={args.max_examples}")
+    if args.exhaustive:
+        pytest_args.append("--exhaustive")
+    code = int(pytest.main(pytest_args + extra))
+    print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/)")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlconform", description="DirectML operator conformance harness")
     parser.add_argument("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
@@ -66,13 +143,37 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("operator")
     show.add_argument("--feature-level", help="level such as 4.1 (default: newest)")
     show.set_defaults(func=cmd_spec_show)
+
+    backends = sub.add_parser("backends", help="list installed backends, whether they can run here, and why not")
+    backends.set_defaults(func=cmd_backends)
+
+    replay = sub.add_parser("replay", help="rerun one case file on backends and print the diff")
+    replay.add_argument("case_file")
+    replay.add_argument("--backend", action="append", help="backend name (repeatable; default numpy)")
+    replay.set_defaults(func=cmd_replay)
+
+    run = sub.add_parser("run", help="the conformance run (pytest suite) with reports; extra args go to pytest")
+    run.add_argument("--backend", action="append", help="backend (repeatable; default: numpy, onnxruntime)")
+    run.add_argument("--feature-level", action="append", help="feature level(s) to generate at (default: each backend's own)")
+    run.add_argument("--operator", action="append", help="operator(s) (default: all)")
+    run.add_argument("--dtype", action="append", help="primary input data type(s) (default: all)")
+    run.add_argument("--max-examples", type=int, help="Hypothesis examples per test")
+    run.add_argument("--exhaustive", action="store_true", help="add the chunked fp32 sweeps")
+    run.add_argument("--profile", choices=["ci", "dev", "thorough"], default="ci", help="Hypothesis profile (default: ci)")
+    run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
+    run.add_argument("--reports-dir", default=str(Path(__file__).resolve().parent.parent / "reports"))
+    run.set_defaults(func=cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.func is not cmd_run:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if args.func is cmd_run:
+            return cmd_run(args, extra)
         return args.func(args)
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)

@@ -108,6 +108,10 @@ class Case:
     def operator(self) -> str:
         return self.descriptor.operator
 
+    def __repr__(self) -> str:  # short: Hypothesis prints falsifying examples
+        expect = "valid" if self.expect_valid else f"invalid:{self.broken_rule}"
+        return f"Case({self.operator} FL{self.feature_level} {expect} {self.case_id})"
+
     @property
     def case_id(self) -> str:
         digest = hashlib.sha256(self.descriptor.key().encode())

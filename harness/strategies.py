@@ -372,11 +372,10 @@ def _present(d: Descriptor) -> list[str]:
 
 
 def _break_unavailable(draw, spec, level, d):
-    assert spec.catalog is not None
-    older = [l.name for l in spec.catalog.levels if l.order < spec.catalog.level_order(spec.introduced)]
-    if not older:
+    """The device (at `level`) predates the operator; the descriptor is valid at the introduction."""
+    if spec.available_at(level):
         return None
-    return d, draw(st.sampled_from(older))
+    return d, level
 
 
 def _break_unknown_field(draw, spec, level, d):
@@ -606,7 +605,7 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
     assert spec.catalog is not None
     table = spec.table_at(level)
     if rule == "operator.unavailable":
-        return any(l.order < spec.catalog.level_order(spec.introduced) for l in spec.catalog.levels)
+        return not spec.available_at(level)
     if table is None:
         return False
     if rule == "tensor.missing":

@@ -1,0 +1,235 @@
+"""The ONNX Runtime backend: one small ONNX model per descriptor shape, on a chosen execution provider.
+
+What ONNX cannot say the way the descriptor says it is adapted honestly or reported unsupported:
+strided and broadcast inputs are materialised (ONNX tensors are dense); a full-shape
+QuantizeLinear scale/zero point becomes per-tensor or per-axis where it is uniform along the other
+axes, otherwise an equivalent Div/Round/Add/clamp decomposition (also used for INT32 inputs, which
+QuantizeLinear does not take); BIT_NOT on float types runs BitwiseNot on the same bits viewed as
+unsigned integers; an absent zero point is given as the zero the spec says it means. Types or ops
+ONNX Runtime lacks come back `unsupported` with ONNX Runtime's own message. It does not validate
+DirectML descriptors: invalid descriptors are `unsupported`, never a pass.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from harness.descriptor import Case
+from harness.layout import is_packed, read_logical, total_bytes, write_logical
+from harness.spec import SpecSet, load_specs
+from harness.validator import validate
+
+from .base import Capabilities, Crashed, Outputs, RunResult, Unsupported
+
+IR_VERSION = 10   # ONNX Runtime 1.31 reads models up to IR version 10
+OPSET = 21
+
+_ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "INT32": 6, "INT64": 7,
+               "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
+_BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
+
+
+class OnnxRuntimeBackend:
+    name = "onnxruntime"
+
+    def __init__(self, specs: SpecSet | None = None, provider: str = "CPUExecutionProvider", **_: Any) -> None:
+        self.specs = specs or load_specs()
+        self.provider = provider
+        self._sessions: dict[tuple, Any] = {}
+        self._failures: dict[tuple, str] = {}
+        self._lock = threading.Lock()
+
+    # --- interface -----------------------------------------------------------------------------
+    def version(self) -> str:
+        import onnxruntime
+        return f"onnxruntime {onnxruntime.__version__} ({self.provider})"
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime
+        except ImportError as exc:
+            return False, f"not installed: {exc.name} (pip install onnx onnxruntime)"
+        if self.provider not in onnxruntime.get_available_providers():
+            return False, f"execution provider {self.provider} not available; have {', '.join(onnxruntime.get_available_providers())}"
+        return True, ""
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(operators={"ELEMENT_WISE_SIGN", "ACTIVATION_HARD_SIGMOID", "ELEMENT_WISE_QUANTIZE_LINEAR",
+                                       "ELEMENT_WISE_BIT_NOT"},
+                            validates_descriptors=False,
+                            notes=["strided/broadcast inputs are materialised", "does not validate DirectML descriptors"])
+
+    def close(self) -> None:
+        self._sessions.clear()
+
+    def run(self, case: Case) -> RunResult:
+        spec = self.specs.operators.get(case.operator)
+        if spec is None:
+            return Unsupported(f"no spec for operator {case.operator}")
+        if case.operator not in self.capabilities().operators:  # type: ignore[operator]
+            return Unsupported(f"no ONNX mapping for {case.operator}")
+        if not validate(spec, case.descriptor, case.feature_level).accepted:
+            return Unsupported("onnxruntime does not validate DirectML descriptors")
+        catalog = self.specs.catalog
+        d = case.descriptor
+        inputs = {}
+        for f in spec.input_fields:
+            desc = d.tensors.get(f.name)
+            if desc is not None:
+                inputs[f.name] = np.ascontiguousarray(read_logical(case.inputs[f.name], desc, catalog.dtype(desc.data_type).numpy))
+        out_desc = d.tensors[spec.formula.output]
+        assert out_desc is not None
+        try:
+            result = self._compute(spec.name, d, inputs, out_desc.data_type)
+        except _Unsupported as exc:
+            return Unsupported(str(exc))
+        except Exception as exc:  # noqa: BLE001 - ORT errors are results of this case
+            return Crashed(f"onnxruntime raised {type(exc).__name__}: {exc}")
+        out_type = catalog.dtype(out_desc.data_type)
+        result = np.asarray(result).astype(out_type.numpy, copy=False).reshape(out_desc.sizes)
+        alias = d.aliases.get(spec.formula.output)
+        size = total_bytes(out_desc, out_type)
+        if not alias and is_packed(out_desc) and size == result.nbytes:
+            return Outputs({spec.formula.output: result.tobytes()})
+        buffer = bytearray(case.inputs[alias]) if alias else bytearray(size)
+        write_logical(buffer, out_desc, result)
+        return Outputs({spec.formula.output: bytes(buffer)})
+
+    # --- models --------------------------------------------------------------------------------
+    def _session(self, key: tuple, build) -> Any:
+        with self._lock:
+            if key in self._failures:
+                raise _Unsupported(self._failures[key])
+            session = self._sessions.get(key)
+        if session is not None:
+            return session
+        import onnxruntime as ort
+        model = build()
+        try:
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            session = ort.InferenceSession(model.SerializeToString(), options, providers=[self.provider])
+        except Exception as exc:  # noqa: BLE001 - e.g. NOT_IMPLEMENTED for a type
+            message = f"onnxruntime cannot build this model: {str(exc).splitlines()[0][:300]}"
+            with self._lock:
+                self._failures[key] = message
+            raise _Unsupported(message) from None
+        with self._lock:
+            self._sessions[key] = session
+        return session
+
+    def _compute(self, op: str, d, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
+        x = inputs["InputTensor"]
+        shape = tuple(x.shape)
+        if op == "ELEMENT_WISE_SIGN":
+            return self._unary("Sign", x, d.tensors["InputTensor"].data_type, shape)
+        if op == "ACTIVATION_HARD_SIGMOID":
+            attrs = {"alpha": float(np.float32(d.attributes.get("Alpha", 0.2))), "beta": float(np.float32(d.attributes.get("Beta", 0.5)))}
+            return self._unary("HardSigmoid", x, d.tensors["InputTensor"].data_type, shape, attrs)
+        if op == "ELEMENT_WISE_BIT_NOT":
+            t = d.tensors["InputTensor"].data_type
+            dtype = self.specs.catalog.dtype(t)
+            if dtype.is_float:  # same bits, as unsigned integers
+                bits_type = _BITS_TYPE[dtype.bits]
+                return self._unary("BitwiseNot", x.view(dtype.bits_numpy), bits_type, shape).view(dtype.numpy)
+            return self._unary("BitwiseNot", x, t, shape)
+        if op == "ELEMENT_WISE_QUANTIZE_LINEAR":
+            return self._quantize(d, inputs, out_type)
+        raise _Unsupported(f"no ONNX mapping for {op}")
+
+    def _unary(self, onnx_op: str, x: np.ndarray, t: str, shape: tuple, attrs: dict | None = None) -> np.ndarray:
+        if t not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {t}")
+        key = (onnx_op, t, shape, tuple(sorted((attrs or {}).items())))
+
+        def build():
+            from onnx import helper
+            node = helper.make_node(onnx_op, ["x"], ["y"], **(attrs or {}))
+            graph = helper.make_graph([node], onnx_op, [helper.make_tensor_value_info("x", _ONNX_TYPES[t], list(shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[t], list(shape))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
+    def _quantize(self, d, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
+        x, scale = inputs["InputTensor"], inputs["ScaleTensor"]
+        zp = inputs.get("ZeroPointTensor")
+        if zp is None:  # the spec: an absent zero point means 0
+            zp = np.zeros(x.shape, dtype=np.int8 if out_type == "INT8" else np.uint8)
+        in_type = d.tensors["InputTensor"].data_type
+        scale_type = d.tensors["ScaleTensor"].data_type
+        shape = tuple(x.shape)
+        mode, axis = _scale_mode(scale, zp) if in_type != "INT32" else ("decomposed", None)
+        key = ("QuantizeLinear", mode, axis, in_type, scale_type, out_type, shape)
+
+        if mode == "decomposed":
+            def build():
+                from onnx import TensorProto, helper
+                lo, hi = (-128.0, 127.0) if out_type == "INT8" else (0.0, 255.0)
+                nodes = [
+                    helper.make_node("Cast", ["x"], ["xd"], to=TensorProto.DOUBLE),
+                    helper.make_node("Cast", ["s"], ["sd"], to=TensorProto.DOUBLE),
+                    helper.make_node("Cast", ["z"], ["zd"], to=TensorProto.DOUBLE),
+                    helper.make_node("Div", ["xd", "sd"], ["q"]),
+                    helper.make_node("Round", ["q"], ["r"]),
+                    helper.make_node("Add", ["r", "zd"], ["a"]),
+                    helper.make_node("Max", ["a", "lo"], ["m"]),
+                    helper.make_node("Min", ["m", "hi"], ["c"]),
+                    helper.make_node("Cast", ["c"], ["y"], to=_ONNX_TYPES[out_type]),
+                ]
+                inits = [helper.make_tensor("lo", TensorProto.DOUBLE, [], [lo]), helper.make_tensor("hi", TensorProto.DOUBLE, [], [hi])]
+                graph = helper.make_graph(nodes, "quantize_decomposed", [
+                    helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(shape)),
+                    helper.make_tensor_value_info("s", _ONNX_TYPES[scale_type], list(shape)),
+                    helper.make_tensor_value_info("z", _ONNX_TYPES[out_type], list(shape))],
+                    [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shape))], initializer=inits)
+                return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+            return self._session(key, build).run(None, {"x": x, "s": scale, "z": zp})[0]
+
+        if mode == "per_tensor":
+            s_in, z_in, s_shape = scale.reshape(-1)[:1].reshape(()), zp.reshape(-1)[:1].reshape(()), []
+        else:
+            index = [0] * len(shape)
+            index[axis] = slice(None)
+            s_in, z_in = scale[tuple(index)].copy(), zp[tuple(index)].copy()
+            s_shape = [shape[axis]]
+
+        def build():
+            from onnx import helper
+            attrs = {"axis": axis} if mode == "per_axis" else {}
+            node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)
+            graph = helper.make_graph([node], "quantize", [
+                helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(shape)),
+                helper.make_tensor_value_info("s", _ONNX_TYPES[scale_type], s_shape),
+                helper.make_tensor_value_info("z", _ONNX_TYPES[out_type], s_shape)],
+                [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shape))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "s": s_in, "z": z_in})[0]
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _uniform_except(arr: np.ndarray, axis: int | None) -> bool:
+    """True when arr is constant along every axis but `axis` (None: constant everywhere); NaN breaks it."""
+    if axis is None:
+        flat = arr.reshape(-1)
+        return bool((flat == flat[0]).all())
+    index = [0] * arr.ndim
+    index[axis] = slice(None)
+    line = arr[tuple(index)]
+    expand = [np.newaxis] * arr.ndim
+    expand[axis] = slice(None)
+    return bool((arr == line[tuple(expand)]).all())
+
+
+def _scale_mode(scale: np.ndarray, zp: np.ndarray) -> tuple[str, int | None]:
+    if _uniform_except(scale, None) and _uniform_except(zp, None):
+        return "per_tensor", None
+    for axis in range(scale.ndim):
+        if scale.shape[axis] > 1 and _uniform_except(scale, axis) and _uniform_except(zp, axis):
+            return "per_axis", axis
+    return "decomposed", None

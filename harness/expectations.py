@@ -1,0 +1,67 @@
+"""Per-backend expectation files: known, explained divergences, and which of them went stale."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .diff import DiffResult
+from .expr import EvalContext, Formula, FormulaError, parse_formula
+from .yamlsource import SpecError, load_yaml
+
+EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "backends" / "expectations"
+EXPECTED_DIVERGENCE = "expected-divergence"
+
+
+@dataclass
+class Expectation:
+    id: str
+    operator: str
+    data_types: tuple[str, ...]
+    when: Formula
+    why: str
+    hits: int = 0
+    exercised: int = 0
+
+
+@dataclass
+class ExpectationSet:
+    backend: str
+    items: list[Expectation] = field(default_factory=list)
+
+    def explain(self, operator: str, data_type: str | None, diff: DiffResult) -> Expectation | None:
+        """The expectation that explains every mismatching element of `diff`, if one does."""
+        for item in self.items:
+            if item.operator != operator or data_type not in item.data_types:
+                continue
+            item.exercised += 1
+            if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
+                continue
+            ctx = EvalContext(variables=dict(diff.expected.variables))
+            mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
+            if not (diff.bad_mask & ~mask).any():
+                item.hits += 1
+                return item
+        return None
+
+
+def load_expectations(backend: str, directory: Path = EXPECTATIONS_DIR) -> ExpectationSet:
+    path = directory / f"{backend}.yaml"
+    if not path.exists():
+        return ExpectationSet(backend)
+    src = load_yaml(path)
+    items = []
+    for index, raw in enumerate((src.data or {}).get("expectations", [])):
+        for key in ("id", "operator", "data_types", "when", "why"):
+            if key not in raw:
+                raise src.error(("expectations", index), f"missing key {key!r}")
+        try:
+            when = parse_formula(raw["when"])
+        except FormulaError as exc:
+            raise src.error(("expectations", index, "when"), str(exc)) from None
+        items.append(Expectation(raw["id"], raw["operator"], tuple(raw["data_types"]), when, raw["why"]))
+    return ExpectationSet(backend, items)
+
+
+__all__ = ["EXPECTED_DIVERGENCE", "Expectation", "ExpectationSet", "SpecError", "load_expectations"]

@@ -1,0 +1,51 @@
+"""Backend discovery through the `dmlconform.backends` entry-point group.
+
+A vendor ships a backend as its own package that declares an entry point in that group; it then
+appears in `dmlconform backends` and can be chosen with `--backend NAME`, with no fork.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+GROUP = "dmlconform.backends"
+DEFAULT_BACKENDS = ["numpy", "onnxruntime"]
+
+
+@dataclass
+class BackendInfo:
+    name: str
+    target: str
+    loadable: bool
+    available: bool
+    reason: str
+    version: str
+
+
+def backend_entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def load_backend(name: str, **options: Any):
+    """Instantiate a backend by name; ValueError lists the names that exist."""
+    eps = backend_entry_points()
+    if name not in eps:
+        raise ValueError(f"unknown backend {name!r}; installed: {', '.join(sorted(eps)) or 'none'}")
+    cls = eps[name].load()
+    return cls(**options)
+
+
+def describe_backends(**options: Any) -> list[BackendInfo]:
+    out = []
+    for name, ep in sorted(backend_entry_points().items()):
+        try:
+            backend = ep.load()(**options)
+        except Exception as exc:  # a broken plugin is reported, not fatal
+            out.append(BackendInfo(name, ep.value, False, False, f"cannot load: {type(exc).__name__}: {exc}", "-"))
+            continue
+        available, reason = backend.available()
+        version = backend.version() if available else "-"
+        out.append(BackendInfo(name, ep.value, True, available, reason, version))
+        backend.close()
+    return out

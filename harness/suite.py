@@ -1,0 +1,118 @@
+"""Running one case on one backend and turning the result into a verdict, a record and a message.
+
+Shared by the pytest conformance suite, `dmlconform replay` and the benchmarks, so every entry
+point classifies results the same way.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from backends.base import Crashed
+from .cases import output_values
+from .descriptor import Case
+from .diff import FAILURES, DiffResult, judge
+from .expectations import EXPECTED_DIVERGENCE, ExpectationSet
+from .results import CaseRecord, ResultWriter
+from .spec import OperatorSpec
+from .strategies import primary_input
+
+
+@dataclass
+class Outcome:
+    status: str
+    diff: DiffResult
+    record: CaseRecord
+    case_file: Path | None
+    message: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURES
+
+
+def device_level(backend, specs) -> str:
+    """The level a backend's device reports; backends that emulate any level report the newest."""
+    level = backend.capabilities().max_feature_level
+    return level or specs.catalog.newest_level.name
+
+
+def judging_level(backend, case: Case) -> str:
+    """A real device is judged at its own maximum level (a descriptor invalid only at a lower level
+    must be accepted); a backend that emulates any level is judged at the case's level."""
+    return backend.capabilities().max_feature_level or case.feature_level
+
+
+def case_data_type(spec: OperatorSpec, case: Case) -> str:
+    t = case.descriptor.tensors.get(primary_input(spec))
+    return t.data_type if t is not None else "?"
+
+
+def replay_command(case_file: Path, backend: str) -> str:
+    return f"dmlconform replay {shlex.quote(str(case_file))} --backend {backend}"
+
+
+def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]:
+    """The first logical values of every input, for people reading a case file."""
+    out = {}
+    for f in spec.input_fields:
+        desc = case.descriptor.tensors.get(f.name)
+        if desc is None or f.name not in case.inputs or desc.data_type not in spec.catalog.data_types:
+            continue
+        dtype = spec.catalog.dtype(desc.data_type)
+        if not dtype.has_numpy:
+            continue
+        try:
+            from .layout import read_logical
+            values = read_logical(case.inputs[f.name], desc, dtype.numpy).ravel()[:limit]
+        except Exception:  # noqa: BLE001 - malformed invalid case: no preview
+            continue
+        out[f.name] = [repr(v.item()) if isinstance(v.item(), float) else v.item() for v in values]
+    return out
+
+
+def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
+             expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
+             cases_dir: Path | None = None, test_id: str = "") -> Outcome:
+    """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
+    try:
+        result = backend.run(case)
+    except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
+        result = Crashed(f"{type(exc).__name__}: {exc}")
+    level = judging_level(backend, case)
+    diff = judge(spec, case, result, backend.capabilities().validates_descriptors, level)
+    status = diff.status
+    expectation = None
+    data_type = case_data_type(spec, case)
+    if status == "mismatch" and expectations is not None:
+        out_desc = case.descriptor.tensors.get(spec.formula.output)
+        explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff)
+        if explained is not None:
+            status, expectation = EXPECTED_DIVERGENCE, explained.id
+    elif expectations is not None and status in ("pass", "diverges-on-unspecified"):
+        out_desc = case.descriptor.tensors.get(spec.formula.output)
+        expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff)  # counts exercise
+    case_file = None
+    if (status in FAILURES or status == EXPECTED_DIVERGENCE) and cases_dir is not None:
+        case_file = case.save(cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml", previews(spec, case))
+    record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
+                        status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,
+                        rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,
+                        expectation=expectation, elements=diff.elements, mismatches=diff.mismatch_count,
+                        unspecified=diff.unspecified_count)
+    if writer is not None:
+        writer.write(record)
+    lines = [f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): {diff.render()}"]
+    if expectation:
+        lines.append(f"known divergence {expectation}")
+    if case_file is not None:
+        lines.append(f"case file: {case_file}")
+        lines.append(f"replay:    {replay_command(case_file, backend.name)}")
+    return Outcome(status, diff, record, case_file, "\n".join(lines))
+
+
+def actual_values(spec: OperatorSpec, case: Case, buffers: dict[str, bytes]) -> dict[str, np.ndarray]:
+    return output_values(spec, case, buffers)

@@ -1,0 +1,59 @@
+"""Deliberately broken backends, to prove the harness catches real bugs.
+
+FlushNegZeroBackend: the reference, except that SIGN's -0.0/+0.0 results come back as -0.0 and
+HARD_SIGMOID outputs are off by 4 ULP. AcceptEverythingBackend: claims to validate descriptors
+but accepts invalid ones. CrashingBackend: raises on every run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from backends.base import Capabilities, Outputs
+from backends.numpy_reference import NumpyReferenceBackend
+from harness.cases import output_values
+from harness.layout import write_logical
+from harness.reference import compute_outputs
+
+
+class FlushNegZeroBackend(NumpyReferenceBackend):
+    name = "broken-negzero"
+
+    def run(self, case):
+        result = super().run(case)
+        if result.kind != "outputs":
+            return result
+        spec = self.specs.operator(case.operator)
+        out = spec.formula.output
+        values = output_values(spec, case, result.buffers)[out].copy()
+        if values.dtype.kind == "f":
+            if case.operator == "ELEMENT_WISE_SIGN":
+                values[values == 0] = -0.0
+            elif case.operator == "ACTIVATION_HARD_SIGMOID":
+                bits = values.view(f"uint{values.dtype.itemsize * 8}")
+                finite = np.isfinite(values) & (values > 0.01)
+                bits[finite] += 4
+        buffer = bytearray(result.buffers[out])
+        write_logical(buffer, case.descriptor.tensors[out], values)
+        return Outputs({out: bytes(buffer)})
+
+
+class AcceptEverythingBackend(NumpyReferenceBackend):
+    name = "broken-accepts"
+
+    def capabilities(self):
+        return Capabilities(validates_descriptors=True)
+
+    def run(self, case):
+        spec = self.specs.operator(case.operator)
+        try:
+            result, _, _ = compute_outputs(spec, case.descriptor, case.inputs)
+        except Exception:  # noqa: BLE001 - malformed descriptors: return zeros
+            return Outputs({spec.formula.output: b"\0" * 4})
+        return Outputs({spec.formula.output: result.tobytes()})
+
+
+class CrashingBackend(NumpyReferenceBackend):
+    name = "broken-crash"
+
+    def run(self, case):
+        raise RuntimeError("segfault in the driver (simulated)")
