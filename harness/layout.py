@@ -83,26 +83,31 @@ def pack_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, fill: int
     return bytes(buffer)
 
 
-def output_overlaps(desc: TensorDesc, limit: int = 1 << 20) -> bool:
+def output_overlaps(desc: TensorDesc, limit: int = 1 << 16) -> bool:
     """True when two distinct logical elements share a memory location.
 
-    Exact for up to `limit` elements (all offsets are enumerated); above that a sufficient
-    condition is used (strides sorted ascending each clear the span of the smaller ones).
+    Packed layouts never overlap. Otherwise a sufficient condition is tried first (strides sorted
+    ascending each clear the span of the smaller ones: no overlap); layouts that fail it are
+    decided exactly by enumerating offsets up to `limit` elements, and above that are treated as
+    overlapping (interleaved layouts that large are reported, never silently accepted).
     """
-    strides = effective_strides(desc)
-    dims = [(size, stride) for size, stride in zip(desc.sizes, strides) if size > 1]
+    if desc.strides is None or list(desc.strides) == packed_strides(desc.sizes):
+        return False
+    dims = [(size, stride) for size, stride in zip(desc.sizes, desc.strides) if size > 1]
     if not dims:
         return False
     if any(stride == 0 for _, stride in dims):
         return True
-    if element_count(desc) <= limit:
-        offsets = np.zeros(1, dtype=np.int64)
-        for size, stride in dims:
-            offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
-        return len(np.unique(offsets)) != len(offsets)
     span = 0
     for size, stride in sorted(dims, key=lambda d: d[1]):
         if stride <= span:
-            return True
+            break
         span += (size - 1) * stride
-    return False
+    else:
+        return False
+    if element_count(desc) > limit:
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for size, stride in dims:
+        offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
+    return len(np.unique(offsets)) != len(offsets)

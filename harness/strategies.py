@@ -115,17 +115,20 @@ def dim_range(spec: OperatorSpec, level: str, tensors: list[str]) -> tuple[int, 
 def sizes_strategy(draw: st.DrawFn, dim_count: int, config: GenConfig = DEFAULT_CONFIG) -> list[int]:
     sizes, budget = [], config.max_elements
     for _ in range(dim_count):
-        size = draw(st.integers(1, max(1, min(config.max_dim_size, budget))))
+        size = draw(_ints(1, max(1, min(config.max_dim_size, budget))))
         sizes.append(size)
         budget //= size
-    return draw(st.permutations(sizes))
+    if len(sizes) > 1:  # the large sizes must not always come first
+        shift = draw(_ints(0, len(sizes) - 1))
+        sizes = sizes[shift:] + sizes[:shift]
+    return sizes
 
 
 @st.composite
 def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], size_bytes: int, is_output: bool) -> TensorDesc:
     """A valid layout: packed (implicit or explicit), padded, permuted, or broadcast (inputs only)."""
-    kinds = ["packed", "explicit", "padded", "permuted"] + ([] if is_output else ["broadcast"])
-    kind = draw(st.sampled_from(kinds))
+    kinds = ("packed", "explicit", "padded", "permuted") + (() if is_output else ("broadcast",))
+    kind = draw(_choice(kinds))
     n = len(sizes)
     strides: list[int] | None
     if kind == "packed":
@@ -134,12 +137,13 @@ def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], size_byte
         strides = packed_strides(sizes)
     elif kind == "padded":
         strides = [0] * n
-        step = draw(st.sampled_from([1, 1, 2]))
+        step = draw(_choice((1, 1, 2)))
         for i in range(n - 1, -1, -1):
             strides[i] = step
-            step = step * sizes[i] + draw(st.integers(0, 3))
+            step = step * sizes[i] + draw(_ints(0, 3))
     elif kind == "permuted":
-        order = draw(st.permutations(list(range(n))))
+        order = list(range(n))
+        np.random.default_rng(draw(_SEED)).shuffle(order)
         strides = [0] * n
         step = 1
         for axis in reversed(order):
@@ -148,13 +152,13 @@ def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], size_byte
     else:
         strides = packed_strides(sizes)
         for i in range(n):
-            if sizes[i] > 1 and draw(st.booleans()):
+            if sizes[i] > 1 and draw(_BOOL):
                 strides[i] = 0
     desc = TensorDesc(data_type, list(sizes), strides)
-    extra = draw(st.sampled_from([None, 0, 4, 16, 64]))
+    extra = draw(_choice((None, 0, 4, 16, 64)))
     if extra is not None:
         desc.total_bytes = minimum_bytes(desc, _SizeOnly(size_bytes)) + extra  # type: ignore[arg-type]
-    desc.alignment = draw(st.sampled_from([0] + [a for a in (1, 2, 4, 8, 16) if a >= size_bytes]))
+    desc.alignment = draw(_choice((0,) + tuple(a for a in (1, 2, 4, 8, 16) if a >= size_bytes)))
     return desc
 
 
@@ -163,6 +167,7 @@ class _SizeOnly:
     size_bytes: int
 
 
+@lru_cache(maxsize=None)
 def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]:
     out = {}
     for f in spec.attribute_fields:
@@ -175,8 +180,17 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
     return out
 
 
+@lru_cache(maxsize=None)
+def _coverage_plan(spec: OperatorSpec, level: str, data_type: str | None) -> tuple:
+    return tuple(_build_plan(spec, level, data_type))
+
+
 def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None) -> list[tuple[dict[str, str | None], int]]:
     """(type assignment, dimension count) pairs that together reach every cell of the table at `level`."""
+    return list(_coverage_plan(spec, level, data_type))
+
+
+def _build_plan(spec: OperatorSpec, level: str, data_type: str | None) -> list[tuple[dict[str, str | None], int]]:
     plan = []
     group = shape_group(spec)
     for types in valid_type_assignments(spec, level):
@@ -188,9 +202,25 @@ def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None) 
     return plan
 
 
-def _uniform(draw: st.DrawFn, items: list) -> object:
+_INDEX = st.integers(0, 2**16 - 1)
+_SEED = st.integers(0, 2**32 - 1)
+_BOOL = st.booleans()
+
+
+@lru_cache(maxsize=None)
+def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """Strategies are cached: building one per draw costs more than the draw."""
+    return st.integers(lo, hi)
+
+
+@lru_cache(maxsize=None)
+def _choice(items: tuple) -> st.SearchStrategy:
+    return st.sampled_from(items)
+
+
+def _uniform(draw: st.DrawFn, items) -> object:
     """An even choice (Hypothesis's own choices favour the first items and small integers)."""
-    return items[draw(st.integers(0, 2**16 - 1)) % len(items)]
+    return items[draw(_INDEX) % len(items)]
 
 
 @st.composite
@@ -215,11 +245,11 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         if t is None:
             tensors[f.name] = None
             continue
-        sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(st.integers(*dim_range(spec, level, [f.name]))), config))
+        sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(_ints(*dim_range(spec, level, [f.name]))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     aliases: dict[str, str] = {}
-    if spec.in_place_allowed and draw(st.booleans()):
-        output, inp = draw(st.sampled_from(list(spec.in_place_pairs)))
+    if spec.in_place_allowed and draw(_BOOL):
+        output, inp = draw(_choice(tuple(spec.in_place_pairs)))
         source = tensors[inp]
         if source is not None and types[output] == types[inp]:
             if source.strides is not None and 0 in source.strides:
@@ -320,7 +350,7 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
 def valid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
                 config: GenConfig = DEFAULT_CONFIG, cell: tuple[dict[str, str | None], int] | None = None) -> Case:
     descriptor = draw(valid_descriptors(spec, level, data_type, config, cell))
-    seed = draw(st.integers(0, 2**32 - 1))
+    seed = draw(_SEED)
     tags = layout_tags(descriptor)
     return Case(descriptor, level, make_inputs(spec, descriptor, seed, config), origin=f"generated:valid:seed={seed}", tags=tags)
 

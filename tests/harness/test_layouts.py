@@ -86,6 +86,8 @@ def test_output_overlap_detection():
     assert not output_overlaps(TensorDesc("FLOAT32", [2, 3], [1, 2]))
     assert not output_overlaps(TensorDesc("FLOAT32", [1, 3], [0, 1]))  # size-1 dims may have any stride
     assert output_overlaps(TensorDesc("FLOAT32", [2048, 1024], [512, 1]))  # large: sufficient condition path
+    assert not output_overlaps(TensorDesc("FLOAT32", [2, 2], [1, 4]))      # interleaved columns
+    assert not output_overlaps(TensorDesc("FLOAT32", [2, 3, 2], [1, 4, 2]))  # fails the quick test, exact says no
 
 
 def test_pack_buffer_keeps_padding_bytes():
