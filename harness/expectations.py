@@ -21,6 +21,7 @@ class Expectation:
     data_types: tuple[str, ...]
     when: Formula
     why: str
+    input_types: tuple[str, ...] | None = None  # primary input types it applies to (None: all)
     hits: int = 0
     exercised: int = 0
 
@@ -30,10 +31,12 @@ class ExpectationSet:
     backend: str
     items: list[Expectation] = field(default_factory=list)
 
-    def explain(self, operator: str, data_type: str | None, diff: DiffResult) -> Expectation | None:
+    def explain(self, operator: str, data_type: str | None, diff: DiffResult, input_type: str | None = None) -> Expectation | None:
         """The expectation that explains every mismatching element of `diff`, if one does."""
         for item in self.items:
             if item.operator != operator or data_type not in item.data_types:
+                continue
+            if item.input_types is not None and input_type not in item.input_types:
                 continue
             item.exercised += 1
             if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
@@ -60,7 +63,8 @@ def load_expectations(backend: str, directory: Path = EXPECTATIONS_DIR) -> Expec
             when = parse_formula(raw["when"])
         except FormulaError as exc:
             raise src.error(("expectations", index, "when"), str(exc)) from None
-        items.append(Expectation(raw["id"], raw["operator"], tuple(raw["data_types"]), when, raw["why"]))
+        items.append(Expectation(raw["id"], raw["operator"], tuple(raw["data_types"]), when, raw["why"],
+                                 tuple(raw["input_types"]) if "input_types" in raw else None))
     return ExpectationSet(backend, items)
 
 
