@@ -22,6 +22,9 @@ class Expectation:
     when: Formula
     why: str
     input_types: tuple[str, ...] | None = None  # primary input types it applies to (None: all)
+    status: str = "mismatch"                    # the classification it explains
+    rule: str | None = None                     # for invalid cases: the rule the case breaks
+    reason_contains: str | None = None          # for status expectations: text the backend's reason holds
     hits: int = 0
     exercised: int = 0
 
@@ -31,10 +34,23 @@ class ExpectationSet:
     backend: str
     items: list[Expectation] = field(default_factory=list)
 
+    def explain_status(self, operator: str, status: str, rule: str | None, reason: str) -> Expectation | None:
+        """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one does."""
+        for item in self.items:
+            if item.status == "mismatch" or item.operator != operator:
+                continue
+            if item.rule is not None and item.rule != rule:
+                continue
+            item.exercised += 1
+            if item.status == status and (item.reason_contains is None or item.reason_contains in reason):
+                item.hits += 1
+                return item
+        return None
+
     def explain(self, operator: str, data_type: str | None, diff: DiffResult, input_type: str | None = None) -> Expectation | None:
         """The expectation that explains every mismatching element of `diff`, if one does."""
         for item in self.items:
-            if item.operator != operator or data_type not in item.data_types:
+            if item.status != "mismatch" or item.operator != operator or data_type not in item.data_types:
                 continue
             if item.input_types is not None and input_type not in item.input_types:
                 continue
@@ -56,15 +72,18 @@ def load_expectations(backend: str, directory: Path = EXPECTATIONS_DIR) -> Expec
     src = load_yaml(path)
     items = []
     for index, raw in enumerate((src.data or {}).get("expectations", [])):
-        for key in ("id", "operator", "data_types", "when", "why"):
+        status = raw.get("status", "mismatch")
+        needed = ("id", "operator", "data_types", "when", "why") if status == "mismatch" else ("id", "operator", "why")
+        for key in needed:
             if key not in raw:
                 raise src.error(("expectations", index), f"missing key {key!r}")
         try:
-            when = parse_formula(raw["when"])
+            when = parse_formula(raw.get("when", "0"))
         except FormulaError as exc:
             raise src.error(("expectations", index, "when"), str(exc)) from None
-        items.append(Expectation(raw["id"], raw["operator"], tuple(raw["data_types"]), when, raw["why"],
-                                 tuple(raw["input_types"]) if "input_types" in raw else None))
+        items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
+                                 tuple(raw["input_types"]) if "input_types" in raw else None, status,
+                                 raw.get("rule"), raw.get("reason_contains")))
     return ExpectationSet(backend, items)
 
 

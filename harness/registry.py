@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 GROUP = "dmlconform.backends"
-DEFAULT_BACKENDS = ["numpy", "onnxruntime"]
+DEFAULT_BACKENDS = ["numpy", "onnxruntime", "directml"]
 
 
 @dataclass

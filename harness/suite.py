@@ -92,6 +92,10 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
         explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, data_type)
         if explained is not None:
             status, expectation = EXPECTED_DIVERGENCE, explained.id
+    elif expectations is not None and status in FAILURES:
+        explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary)
+        if explained is not None:
+            status, expectation = EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in ("pass", "diverges-on-unspecified"):
         out_desc = case.descriptor.tensors.get(spec.formula.output)
         expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, data_type)  # counts exercise

@@ -14,6 +14,10 @@ from .layout import MAX_ELEMENTS, effective_strides, element_count, minimum_byte
 from .spec import OperatorSpec
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
+# DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
+# address alignment requirement of 16 bytes"). DirectML 1.15.4 rejects GuaranteedBaseOffsetAlignment
+# 1..8 for every element size and accepts 16, 32, 64: a guarantee must be at least this.
+MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
 UINT32_MAX = 2**32 - 1
 
 # id -> what the rule says (level-dependent rules are marked in LEVEL_RULES)
@@ -28,7 +32,7 @@ GENERIC_RULES: dict[str, str] = {
     "tensor.zero_size": "a size is 0",
     "tensor.too_many_elements": "the tensor has more than 2^32-1 elements",
     "tensor.total_size_too_small": "TotalTensorSizeInBytes is below the minimum implied size (DMLCalcBufferTensorSize)",
-    "tensor.alignment": "GuaranteedBaseOffsetAlignment is neither 0 nor a power of two at least the element size",
+    "tensor.alignment": "GuaranteedBaseOffsetAlignment is neither 0 nor a power of two at least 16 (and the element size)",
     "tensor.flags": "Flags has bits other than DML_TENSOR_FLAG_OWNED_BY_DML",
     "tensor.output_overlap": "the output's strides make distinct elements share memory",
     "in_place.not_allowed": "an output aliases an input, but the operator does not allow in-place execution for that pair",
@@ -84,8 +88,9 @@ def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool
         out.append(Violation("tensor.flags", name, f"Flags 0x{desc.flags:x} has unknown bits"))
     if dtype is not None:
         align = desc.alignment
-        if align != 0 and (align & (align - 1) or align < dtype.size_bytes):
-            out.append(Violation("tensor.alignment", name, f"GuaranteedBaseOffsetAlignment {align} for {dtype.size_bytes}-byte elements"))
+        if align != 0 and (align & (align - 1) or align < max(dtype.size_bytes, MINIMUM_BUFFER_TENSOR_ALIGNMENT)):
+            out.append(Violation("tensor.alignment", name, f"GuaranteedBaseOffsetAlignment {align} (must be 0 or a power of two >= "
+                                                           f"{max(dtype.size_bytes, MINIMUM_BUFFER_TENSOR_ALIGNMENT)})"))
         structure_ok = len(desc.sizes) == desc.dim_count and (desc.strides is None or len(desc.strides) == len(desc.sizes))
         if structure_ok and desc.total_bytes is not None and not any(s == 0 for s in desc.sizes):
             need = minimum_bytes(desc, dtype)

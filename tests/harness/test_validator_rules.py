@@ -39,7 +39,7 @@ CASES = {
     "tensor.zero_size": (sign(), "4.1", sign(sizes=(1, 0, 2, 4)), "4.1"),
     "tensor.too_many_elements": (sign(sizes=(1, 1, 65535, 65537)), "4.1", sign(sizes=(1, 1, 65536, 65536)), "4.1"),
     "tensor.total_size_too_small": (edit(sign(), "InputTensor", total_bytes=32), "4.1", edit(sign(), "InputTensor", total_bytes=28), "4.1"),
-    "tensor.alignment": (edit(sign(), "InputTensor", alignment=16), "4.1", edit(sign(), "InputTensor", alignment=12), "4.1"),
+    "tensor.alignment": (edit(sign(), "InputTensor", alignment=16), "4.1", edit(sign(), "InputTensor", alignment=8), "4.1"),
     "tensor.flags": (edit(sign(), "InputTensor", flags=1), "4.1", edit(sign(), "InputTensor", flags=2), "4.1"),
     "tensor.output_overlap": (edit(sign(), "InputTensor", strides=[0, 0, 0, 1]), "4.1", edit(sign(), "OutputTensor", strides=[0, 0, 0, 1]), "4.1"),
     "in_place.not_allowed": (sign(aliases={"OutputTensor": "InputTensor"}), "4.1",

@@ -1,0 +1,199 @@
+"""The DirectML backend: the real DirectML.dll through the native runner (runner.c).
+
+On Windows the runner runs natively on the default adapter (or WARP); on Linux it runs under Wine,
+whose Direct3D 12 is vkd3d on Mesa's lavapipe, set up by scripts/setup_directml.sh. One runner
+process per backend instance (so one per pytest-xdist worker); a crash, hang or removed device
+fails that case as `crashed` with the runner's last words, and the next case starts a new runner.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.descriptor import Case
+from harness.directml_dlls import dll_file_version, resolve
+from harness.spec import SpecSet, load_specs
+
+from ..base import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
+from .process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
+
+EXEC_FLAGS = {"ALLOW_HALF_PRECISION_COMPUTATION": 0x1, "DISABLE_META_COMMANDS": 0x2}
+
+
+def runner_path() -> Path:
+    return STACK_DIR / "dmlrunner.exe"
+
+
+class DirectMLBackend:
+    name = "directml"
+
+    def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
+                 debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = 60.0, **_: Any) -> None:
+        self.specs = specs or load_specs()
+        self.dll_name = dll
+        self.adapter, self.warp, self.debug_layer = adapter, warp, debug_layer
+        if isinstance(exec_flags, str):
+            exec_flags = sum(EXEC_FLAGS[f.strip()] for f in exec_flags.split("|") if f.strip())
+        self.exec_flags = int(exec_flags)
+        self.timeout = timeout
+        self._process: RunnerProcess | None = None
+        self._info: dict | None = None
+        self._dll: Path | None = None
+        self._unavailable: str | None = None
+
+    # --- availability ------------------------------------------------------------------------
+    def _config(self) -> RunnerConfig:
+        if self._dll is None:
+            self._dll = resolve(self.dll_name)
+        return RunnerConfig(runner_path(), self._dll, self.adapter, self.warp, self.debug_layer)
+
+    def available(self) -> tuple[bool, str]:
+        if self._unavailable is not None:
+            return False, self._unavailable
+        if not runner_path().exists():
+            self._unavailable = "the runner is not built: run scripts/setup_directml.sh (Debian: installs Wine, lavapipe, DirectML.dll)"
+            return False, self._unavailable
+        try:
+            self._ensure()
+        except (RunnerDied, FileNotFoundError, ValueError, OSError) as exc:
+            self._unavailable = f"the DirectML stack does not start here: {exc}"
+            return False, self._unavailable
+        return True, ""
+
+    def _ensure(self) -> RunnerProcess:
+        if self._process is None:
+            self._process = RunnerProcess(self._config())
+        if not self._process.alive:
+            self._process.start()
+            header, _ = self._process.request({"cmd": "info"}, [], self.timeout)
+            self._info = header
+        return self._process
+
+    def info(self) -> dict:
+        self._ensure()
+        assert self._info is not None
+        return self._info
+
+    def version(self) -> str:
+        info = self.info()
+        return (f"DirectML {dll_file_version(self._dll)} ({self._dll}) on {info.get('adapter')}, "
+                f"max FL {self.max_level()}, exec flags 0x{self.exec_flags:x}")
+
+    def max_level(self) -> str:
+        enum = int(self.info().get("max_feature_level", 0))
+        try:
+            return self.specs.catalog.level_by_enum(enum).name
+        except KeyError:
+            return self.specs.catalog.levels[0].name
+
+    def supported_types(self) -> set[str]:
+        types = self.info().get("types", {})
+        return {t.name for t in self.specs.catalog.data_types.values() if types.get(str(t.enum))}
+
+    def capabilities(self) -> Capabilities:
+        level = self.max_level() if self._info is not None or self.available()[0] else None
+        return Capabilities(max_feature_level=level, validates_descriptors=True,
+                            data_types=self.supported_types() if self._info else None,
+                            notes=["in-place binding rules are checked only by the DirectML debug layer"])
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    # --- running ----------------------------------------------------------------------------
+    def _unrepresentable(self, case: Case) -> str | None:
+        spec = self.specs.operator(case.operator)
+        fields = {f.name for f in spec.tensor_fields}
+        for name, t in case.descriptor.tensors.items():
+            if name not in fields:
+                return f"{name} is not a member of {spec.desc_struct}: not expressible in the C struct"
+            if t is None:
+                continue
+            if len(t.sizes) != t.dim_count or (t.strides is not None and len(t.strides) != t.dim_count):
+                return "Sizes/Strides are pointers to DimensionCount entries in the C ABI: a length mismatch is not expressible"
+            if t.data_type not in self.specs.catalog.data_types:
+                return f"unknown data type {t.data_type}"
+            if t.dim_count > 16 or any(s > 0xFFFFFFFF for s in t.sizes):
+                return "more than 16 dimensions or a size beyond UINT32 is not expressible by this runner"
+        if case.descriptor.aliases and not self.debug_layer:
+            from harness.validator import validate
+            verdict = validate(spec, case.descriptor, case.feature_level)
+            if {"in_place.not_allowed", "in_place.layout_mismatch"} & verdict.rule_ids:
+                return "in-place binding rules are checked only by the DirectML debug layer (not enabled)"
+        return None
+
+    def request_for(self, case: Case) -> tuple[dict, list[bytes]]:
+        spec = self.specs.operator(case.operator)
+        d = case.descriptor
+        names = [f.name for f in spec.tensor_fields]
+        tensors, buffers = [], []
+        for name in names:
+            t = d.tensors.get(name)
+            role = spec.field(name).role
+            entry: dict[str, Any] = {"present": int(t is not None), "role": role}
+            if t is not None:
+                dtype = self.specs.catalog.dtype(t.data_type)
+                from harness.layout import total_bytes
+                entry.update({"data_type": dtype.enum, "flags": t.flags, "dimension_count": t.dim_count, "sizes": list(t.sizes),
+                              "strides": list(t.strides) if t.strides is not None else None,
+                              "total_bytes": total_bytes(t, dtype), "alignment": t.alignment})
+                if role == "input" and name in case.inputs:
+                    entry["buffer"] = len(buffers)
+                    buffers.append(case.inputs[name])
+                if role == "output" and name in d.aliases:
+                    entry["alias"] = names.index(d.aliases[name])
+            tensors.append(entry)
+        fields = []
+        for f in spec.fields:
+            if f.role != "attribute":
+                fields.append({"kind": "tensor", "tensor": names.index(f.name)})
+            elif f.c_type == "FLOAT":
+                fields.append({"kind": "float", "value": float(d.attributes.get(f.name, f.default or 0.0))})
+            else:
+                fields.append({"kind": "uint", "value": int(d.attributes.get(f.name, f.default or 0))})
+        key_tensors = [{k: v for k, v in t.items() if k != "buffer"} for t in tensors]
+        header = {"cmd": "run", "op_type": spec.operator_type, "exec_flags": self.exec_flags, "fields": fields, "tensors": tensors}
+        header["key"] = str(hash((spec.operator_type, self.exec_flags, repr(fields), repr(key_tensors))))
+        return header, buffers
+
+    def run(self, case: Case) -> RunResult:
+        spec = self.specs.operators.get(case.operator)
+        if spec is None:
+            return Unsupported(f"no spec for {case.operator}")
+        why = self._unrepresentable(case)
+        if why:
+            return Unsupported(why)
+        header, buffers = self.request_for(case)
+        return self._send(header, buffers, spec)
+
+    def _send(self, header: dict, buffers: list[bytes], spec) -> RunResult:
+        try:
+            process = self._ensure()
+            reply, outs = process.request(header, buffers, self.timeout)
+        except RunnerDied as exc:
+            self.close()  # the next case starts a new runner
+            return Crashed(str(exc))
+        status = reply.get("status")
+        if status == "ok":
+            present_outputs = [t for t, f in zip(header["tensors"], [x for x in spec.tensor_fields]) if f.role == "output" and t["present"]]
+            names = [f.name for f in spec.tensor_fields if f.role == "output"]
+            return Outputs(dict(zip(names[: len(present_outputs)], outs)))
+        if status == "rejected":
+            return Rejected(f"{reply.get('stage')} returned {reply.get('hr')} (E_INVALIDARG is 0x80070057)")
+        if status == "accepted_not_run":
+            return Outputs({})
+        if status == "device_removed":
+            words = self._process.last_words() if self._process else ""
+            self.close()
+            return Crashed(f"device removed at {reply.get('stage')} (hr {reply.get('hr')}); runner restarted{'; ' + words if words else ''}")
+        return Crashed(f"runner error at {reply.get('stage')}: hr {reply.get('hr')}")
+
+    def send_raw(self, header: dict) -> RunResult:
+        """Test hook: send a raw command (crash, hang, remove_device) and classify the outcome."""
+        return self._send(header, [], self.specs.operator("ELEMENT_WISE_SIGN"))
+
+
+if sys.platform == "win32":  # pragma: no cover - the native route
+    STACK_DIR.mkdir(parents=True, exist_ok=True)

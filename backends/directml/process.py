@@ -1,0 +1,197 @@
+"""The runner process: start it (natively on Windows, under Wine + Xvfb elsewhere), exchange frames,
+and notice crashes, hangs and removed devices.
+
+Frames: u32 magic 'DMLR', u32 JSON length, u32 buffer count, JSON, then per buffer u32 length + bytes.
+A reader thread turns stdout into frames and a second one keeps the last lines of stderr (the
+runner's and Wine's last words), so a timeout never blocks the harness.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+MAGIC = 0x524C4D44
+ROOT = Path(__file__).resolve().parents[2]
+STACK_DIR = ROOT / ".cache" / "directml"
+
+
+class RunnerDied(Exception):
+    """The runner crashed, hung or exited; `last_words` holds its last stderr lines."""
+
+    def __init__(self, reason: str, last_words: str = "") -> None:
+        super().__init__(reason + (f"; last words: {last_words}" if last_words else ""))
+        self.reason = reason
+        self.last_words = last_words
+
+
+@dataclass
+class RunnerConfig:
+    runner: Path
+    dll: Path
+    adapter: int = 0
+    warp: bool = False
+    debug_layer: bool = False
+    startup_timeout: float = 180.0
+
+
+def wine_environment() -> dict[str, str]:
+    """Environment for Wine + vkd3d + the project-local lavapipe (set up by scripts/setup_directml.sh)."""
+    env = dict(os.environ)
+    mesa = STACK_DIR / "mesa" / "usr" / "lib" / "x86_64-linux-gnu"
+    env.update({
+        "WINEPREFIX": str(STACK_DIR / "wineprefix"),
+        "WINEDEBUG": "-all",
+        "WINEDLLOVERRIDES": "winedbg.exe=d",  # a crash ends the process instead of starting Wine's debugger
+        "VK_ICD_FILENAMES": str(STACK_DIR / "lvp_icd.json"),
+        "LD_LIBRARY_PATH": str(mesa) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else ""),
+        "HOME": str(STACK_DIR / "home"),
+    })
+    return env
+
+
+def to_windows_path(path: Path) -> str:
+    return str(path) if sys.platform == "win32" else "Z:" + str(Path(path).resolve()).replace("/", "\\")
+
+
+class RunnerProcess:
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self.proc: subprocess.Popen | None = None
+        self._frames: queue.Queue = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self.starts = 0
+
+    # --- life cycle ---------------------------------------------------------------------------
+    def command(self) -> list[str]:
+        c = self.config
+        args = [to_windows_path(c.dll), "--adapter", str(c.adapter)]
+        if c.warp:
+            args.append("--warp")
+        if c.debug_layer:
+            args.append("--debug-layer")
+        if sys.platform == "win32":
+            return [str(c.runner)] + args
+        return ["xvfb-run", "-a", "wine", str(c.runner)] + args
+
+    def start(self) -> dict:
+        self.stop()
+        self._frames = queue.Queue()
+        self._stderr.clear()
+        env = None if sys.platform == "win32" else wine_environment()
+        kwargs = {"start_new_session": True} if sys.platform != "win32" else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env, **kwargs)
+        self.starts += 1
+        threading.Thread(target=self._read_frames, args=(self.proc, self._frames), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+        hello, _ = self._receive(self.config.startup_timeout)
+        if hello.get("status") != "ready":
+            raise RunnerDied(f"runner did not start ({hello.get('status')})", self.last_words())
+        return hello
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                if sys.platform == "win32":
+                    proc.kill()
+                else:
+                    os.killpg(proc.pid, signal.SIGKILL)  # xvfb-run, Xvfb, wine and the runner
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def last_words(self) -> str:
+        return " | ".join(line for line in self._stderr if line.strip())[-1500:]
+
+    # --- frames ----------------------------------------------------------------------------------
+    @staticmethod
+    def _read_exact(stream, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = stream.read(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
+        try:
+            while True:
+                magic, jlen, nbuf = struct.unpack("<III", self._read_exact(proc.stdout, 12))
+                if magic != MAGIC:
+                    frames.put(("error", f"bad frame magic 0x{magic:08x}"))
+                    return
+                header = json.loads(self._read_exact(proc.stdout, jlen).decode("utf-8", "replace"))
+                buffers = []
+                for _ in range(nbuf):
+                    (length,) = struct.unpack("<I", self._read_exact(proc.stdout, 4))
+                    buffers.append(self._read_exact(proc.stdout, length))
+                frames.put(("frame", (header, buffers)))
+        except (EOFError, OSError, ValueError, struct.error) as exc:
+            frames.put(("eof", str(exc)))
+
+    def _read_stderr(self, proc: subprocess.Popen) -> None:
+        try:
+            for raw in iter(proc.stderr.readline, b""):
+                self._stderr.append(raw.decode("utf-8", "replace").rstrip())
+        except (ValueError, OSError):  # the stream was closed by stop(): the process is gone
+            pass
+
+    def _receive(self, timeout: float) -> tuple[dict, list[bytes]]:
+        try:
+            kind, payload = self._frames.get(timeout=timeout)
+        except queue.Empty:
+            words = self.last_words()
+            self.stop()
+            raise RunnerDied(f"runner did not answer within {timeout:.0f} s (hang)", words) from None
+        if kind != "frame":
+            code = self.proc.poll() if self.proc else None
+            if self.proc is not None:
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            words = self.last_words()
+            self.stop()
+            raise RunnerDied(f"runner exited (code {code}): {payload}", words)
+        return payload
+
+    def request(self, header: dict, buffers: list[bytes], timeout: float) -> tuple[dict, list[bytes]]:
+        if not self.alive:
+            raise RunnerDied("runner not running", self.last_words())
+        body = json.dumps(header, separators=(",", ":")).encode()
+        frame = [struct.pack("<III", MAGIC, len(body), len(buffers)), body]
+        for b in buffers:
+            frame += [struct.pack("<I", len(b)), b]
+        try:
+            self.proc.stdin.write(b"".join(frame))  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError) as exc:
+            words = self.last_words()
+            self.stop()
+            raise RunnerDied(f"runner pipe closed: {exc}", words) from None
+        return self._receive(timeout)

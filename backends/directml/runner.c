@@ -1,0 +1,440 @@
+/* dmlconform DirectML runner: one long-lived process that creates a D3D12 device and a DirectML
+ * device, then serves cases over stdin/stdout until stdin closes.
+ *
+ * Frame (both directions, little endian): u32 magic 'DMLR', u32 json_length, u32 buffer_count,
+ * the JSON text, then per buffer: u32 length and the bytes.
+ * Requests: {"cmd":"info"} | {"cmd":"run", ...} | {"cmd":"crash"} | {"cmd":"hang"} | {"cmd":"remove_device"}.
+ * A run request: {"cmd":"run","op_type":N,"key":"...","exec_flags":F,
+ *   "fields":[{"kind":"tensor","tensor":i} | {"kind":"float","value":v} | {"kind":"uint","value":v}],
+ *   "tensors":[{"present":1,"role":"input"|"output","data_type":T,"flags":F,"sizes":[..],"strides":[..]|null,
+ *               "total_bytes":B,"alignment":A,"buffer":k,"alias":j}]}   (alias: output bound to input tensor j)
+ * Input buffers arrive in the order of the tensors that have "buffer" >= 0.
+ * Replies: {"status":"ok"} + one buffer per output tensor (aliased outputs: the input's resource);
+ *          {"status":"rejected","stage":"CreateOperator","hr":"0x80070057"};
+ *          {"status":"error","stage":S,"hr":H}; {"status":"device_removed","hr":H} (the runner then exits).
+ * Command line: runner.exe DirectML.dll [--adapter N] [--warp] [--debug-layer] [--min-feature-level 0x1000]
+ * Written for dmlconform; DirectML declarations are the public ABI (enum values, layouts, vtable slots).
+ */
+#define COBJMACROS
+#define INITGUID
+#include <windows.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <io.h>
+#include <fcntl.h>
+#include <dxgi1_4.h>
+#include <d3d12.h>
+
+/* ---------------- DirectML ABI subset ---------------- */
+typedef struct { UINT DataType; UINT Flags; UINT DimensionCount; const UINT *Sizes; const UINT *Strides;
+                 UINT64 TotalTensorSizeInBytes; UINT GuaranteedBaseOffsetAlignment; } DML_BUFFER_TENSOR_DESC;
+typedef struct { UINT Type; const void *Desc; } DML_TENSOR_DESC;
+typedef struct { UINT Type; const void *Desc; } DML_OPERATOR_DESC;
+typedef struct { UINT RequestedFeatureLevelCount; const UINT *RequestedFeatureLevels; } DML_FEATURE_QUERY_FEATURE_LEVELS;
+typedef struct { UINT MaxSupportedFeatureLevel; } DML_FEATURE_DATA_FEATURE_LEVELS;
+typedef struct { UINT DataType; } DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT;
+typedef struct { BOOL IsSupported; } DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT;
+typedef struct { void *Dispatchable; D3D12_CPU_DESCRIPTOR_HANDLE CPUDescriptorHandle; D3D12_GPU_DESCRIPTOR_HANDLE GPUDescriptorHandle;
+                 UINT SizeInDescriptors; } DML_BINDING_TABLE_DESC;
+typedef struct { UINT RequiredDescriptorCount; UINT64 TemporaryResourceSize; UINT64 PersistentResourceSize; } DML_BINDING_PROPERTIES;
+typedef struct { UINT Type; const void *Desc; } DML_BINDING_DESC;
+typedef struct { ID3D12Resource *Buffer; UINT64 Offset; UINT64 SizeInBytes; } DML_BUFFER_BINDING;
+typedef HRESULT (WINAPI *PFN_DMLCreateDevice)(ID3D12Device *, UINT, REFIID, void **);
+typedef HRESULT (WINAPI *PFN_DMLCreateDevice1)(ID3D12Device *, UINT, UINT, REFIID, void **);
+#define DML_TENSOR_TYPE_BUFFER 1
+#define DML_BINDING_TYPE_NONE 0
+#define DML_BINDING_TYPE_BUFFER 1
+#define DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT 0
+#define DML_FEATURE_FEATURE_LEVELS 1
+#define DML_CREATE_DEVICE_FLAG_DEBUG 1
+
+DEFINE_GUID(IID_IDMLDevice_,              0x6dbd6437,0x96fd,0x423f,0xa9,0x8c,0xae,0x5e,0x7c,0x2a,0x57,0x3f);
+DEFINE_GUID(IID_IDMLOperator_,            0x26caae7a,0x3081,0x4633,0x95,0x81,0x22,0x6f,0xbe,0x57,0x69,0x5d);
+DEFINE_GUID(IID_IDMLCompiledOperator_,    0x6b15e56a,0xbf5c,0x4902,0x92,0xd8,0xda,0x3a,0x65,0x0a,0xfe,0xa4);
+DEFINE_GUID(IID_IDMLOperatorInitializer_, 0x427c1113,0x435c,0x469c,0x86,0x76,0x4d,0x5d,0xd0,0x72,0xf8,0x13);
+DEFINE_GUID(IID_IDMLBindingTable_,        0x29c687dc,0xde74,0x4e3b,0xab,0x00,0x11,0x68,0xf2,0xfc,0x3c,0xfc);
+DEFINE_GUID(IID_IDMLCommandRecorder_,     0xe6857a76,0x2e3e,0x4fdd,0xbf,0xf4,0x5d,0x2b,0xa1,0x0f,0xb4,0x53);
+
+#define VT(o) (*(void ***)(o))
+#define COM_RELEASE(o) do { if (o) ((ULONG (STDMETHODCALLTYPE *)(void *))VT(o)[2])(o); } while (0)
+typedef HRESULT (STDMETHODCALLTYPE *fn_check)(void *, UINT, UINT, const void *, UINT, void *);
+typedef HRESULT (STDMETHODCALLTYPE *fn_create_op)(void *, const DML_OPERATOR_DESC *, REFIID, void **);
+typedef HRESULT (STDMETHODCALLTYPE *fn_compile)(void *, void *, UINT, REFIID, void **);
+typedef HRESULT (STDMETHODCALLTYPE *fn_create_init)(void *, UINT, void *const *, REFIID, void **);
+typedef HRESULT (STDMETHODCALLTYPE *fn_create_rec)(void *, REFIID, void **);
+typedef HRESULT (STDMETHODCALLTYPE *fn_create_bt)(void *, const DML_BINDING_TABLE_DESC *, REFIID, void **);
+typedef HRESULT (STDMETHODCALLTYPE *fn_removed)(void *);
+typedef DML_BINDING_PROPERTIES *(STDMETHODCALLTYPE *fn_props)(void *, DML_BINDING_PROPERTIES *);
+typedef void (STDMETHODCALLTYPE *fn_bind_n)(void *, UINT, const DML_BINDING_DESC *);
+typedef void (STDMETHODCALLTYPE *fn_bind_1)(void *, const DML_BINDING_DESC *);
+typedef HRESULT (STDMETHODCALLTYPE *fn_reset)(void *, const DML_BINDING_TABLE_DESC *);
+typedef void (STDMETHODCALLTYPE *fn_record)(void *, ID3D12CommandList *, void *, void *);
+
+/* ---------------- a small JSON reader (objects, arrays, numbers, strings, literals) ---------------- */
+typedef enum { J_NULL, J_NUM, J_STR, J_ARR, J_OBJ, J_BOOL } jkind;
+typedef struct jnode { jkind kind; double num; char *str; struct jnode **items; char **keys; int count; } jnode;
+static const char *jp;
+static void jskip(void) { while (*jp == ' ' || *jp == '\n' || *jp == '\t' || *jp == '\r') jp++; }
+static jnode *jnew(jkind k) { jnode *n = calloc(1, sizeof *n); n->kind = k; return n; }
+static char *jstring(void) {
+    size_t cap = 16, len = 0; char *s = malloc(cap);
+    jp++; /* opening quote */
+    while (*jp && *jp != '"') {
+        char c = *jp++;
+        if (c == '\\' && *jp) { c = *jp++; if (c == 'n') c = '\n'; else if (c == 't') c = '\t'; else if (c == 'u') { jp += 4; c = '?'; } }
+        if (len + 2 > cap) { cap *= 2; s = realloc(s, cap); }
+        s[len++] = c;
+    }
+    if (*jp == '"') jp++;
+    s[len] = 0; return s;
+}
+static jnode *jvalue(void) {
+    jskip();
+    if (*jp == '{' || *jp == '[') {
+        int obj = *jp == '{'; jnode *n = jnew(obj ? J_OBJ : J_ARR); int cap = 8;
+        n->items = malloc(cap * sizeof *n->items); if (obj) n->keys = malloc(cap * sizeof *n->keys);
+        jp++; jskip();
+        while (*jp && *jp != (obj ? '}' : ']')) {
+            if (n->count == cap) { cap *= 2; n->items = realloc(n->items, cap * sizeof *n->items); if (obj) n->keys = realloc(n->keys, cap * sizeof *n->keys); }
+            if (obj) { jskip(); n->keys[n->count] = jstring(); jskip(); if (*jp == ':') jp++; }
+            n->items[n->count++] = jvalue(); jskip();
+            if (*jp == ',') { jp++; jskip(); }
+        }
+        if (*jp) jp++;
+        return n;
+    }
+    if (*jp == '"') { jnode *n = jnew(J_STR); n->str = jstring(); return n; }
+    if (!strncmp(jp, "null", 4)) { jp += 4; return jnew(J_NULL); }
+    if (!strncmp(jp, "true", 4)) { jnode *n = jnew(J_BOOL); n->num = 1; jp += 4; return n; }
+    if (!strncmp(jp, "false", 5)) { jnode *n = jnew(J_BOOL); jp += 5; return n; }
+    { jnode *n = jnew(J_NUM); char *end; n->num = strtod(jp, &end); if (end == jp) end++; jp = end; return n; }
+}
+static void jfree(jnode *n) {
+    int i; if (!n) return;
+    for (i = 0; i < n->count; i++) { jfree(n->items[i]); if (n->keys) free(n->keys[i]); }
+    free(n->items); free(n->keys); free(n->str); free(n);
+}
+static jnode *jget(jnode *o, const char *key) {
+    int i; if (!o || o->kind != J_OBJ) return NULL;
+    for (i = 0; i < o->count; i++) if (!strcmp(o->keys[i], key)) return o->items[i];
+    return NULL;
+}
+static double jnum(jnode *o, const char *key, double dflt) { jnode *n = jget(o, key); return n && (n->kind == J_NUM || n->kind == J_BOOL) ? n->num : dflt; }
+static const char *jstr(jnode *o, const char *key) { jnode *n = jget(o, key); return n && n->kind == J_STR ? n->str : ""; }
+
+/* ---------------- framing ---------------- */
+#define MAGIC 0x524C4D44u /* "DMLR" */
+static int read_all(void *p, size_t n) { unsigned char *b = p; while (n) { int r = _read(0, b, n > 1u << 30 ? 1u << 30 : (unsigned)n); if (r <= 0) return 0; b += r; n -= r; } return 1; }
+static int write_all(const void *p, size_t n) { const unsigned char *b = p; while (n) { int w = _write(1, b, n > 1u << 30 ? 1u << 30 : (unsigned)n); if (w <= 0) return 0; b += w; n -= w; } return 1; }
+typedef struct { unsigned char *data; UINT len; } blob;
+static void reply(const char *json, int nbuf, const blob *bufs) {
+    UINT h[3] = { MAGIC, (UINT)strlen(json), (UINT)nbuf }; int i;
+    write_all(h, sizeof h); write_all(json, h[1]);
+    for (i = 0; i < nbuf; i++) { write_all(&bufs[i].len, 4); write_all(bufs[i].data, bufs[i].len); }
+}
+static void replyf(const char *fmt, ...) { char buf[1024]; va_list a; va_start(a, fmt); vsnprintf(buf, sizeof buf, fmt, a); va_end(a); reply(buf, 0, NULL); }
+
+/* ---------------- D3D12 / DirectML state ---------------- */
+static ID3D12Device *dev; static ID3D12CommandQueue *queue; static ID3D12CommandAllocator *alloc;
+static ID3D12GraphicsCommandList *cl; static ID3D12Fence *fence; static UINT64 fenceval; static HANDLE fence_event;
+static void *dml, *recorder; static ID3D12DescriptorHeap *heap;
+#define HEAP_DESCS 1024
+static char adapter_name[256] = "unknown";
+
+static HRESULT STDMETHODCALLTYPE no_meta_commands(void *self, UINT *num, void *descs) { (void)self; (void)descs; if (num) *num = 0; return S_OK; }
+/* vkd3d exposes ID3D12Device5 with a stub EnumerateMetaCommands (E_NOTIMPL) that makes DMLCreateDevice fail:
+ * give the device a copy of its vtable whose slot 59 reports zero meta commands. Used only when that happens. */
+static void patch_meta_commands(ID3D12Device *d) {
+    static void *vt[128]; void **old = *(void ***)d;
+    memcpy(vt, old, 96 * sizeof(void *)); vt[59] = (void *)no_meta_commands; *(void ***)d = vt;
+}
+
+static ID3D12Resource *make_buffer(D3D12_HEAP_TYPE type, UINT64 size, D3D12_RESOURCE_FLAGS flags, D3D12_RESOURCE_STATES state) {
+    D3D12_HEAP_PROPERTIES hp; D3D12_RESOURCE_DESC rd; ID3D12Resource *r = NULL;
+    memset(&hp, 0, sizeof hp); hp.Type = type; memset(&rd, 0, sizeof rd);
+    rd.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER; rd.Width = size < 16 ? 16 : (size + 15) & ~15ull; rd.Height = 1; rd.DepthOrArraySize = 1;
+    rd.MipLevels = 1; rd.SampleDesc.Count = 1; rd.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR; rd.Flags = flags;
+    if (FAILED(ID3D12Device_CreateCommittedResource(dev, &hp, D3D12_HEAP_FLAG_NONE, &rd, state, NULL, &IID_ID3D12Resource, (void **)&r))) return NULL;
+    return r;
+}
+static void barrier(ID3D12Resource *r, D3D12_RESOURCE_STATES a, D3D12_RESOURCE_STATES b) {
+    D3D12_RESOURCE_BARRIER x; memset(&x, 0, sizeof x); x.Type = D3D12_RESOURCE_BARRIER_TYPE_TRANSITION;
+    x.Transition.pResource = r; x.Transition.Subresource = D3D12_RESOURCE_BARRIER_ALL_SUBRESOURCES; x.Transition.StateBefore = a; x.Transition.StateAfter = b;
+    ID3D12GraphicsCommandList_ResourceBarrier(cl, 1, &x);
+}
+static void uav_barrier(void) { D3D12_RESOURCE_BARRIER x; memset(&x, 0, sizeof x); x.Type = D3D12_RESOURCE_BARRIER_TYPE_UAV; ID3D12GraphicsCommandList_ResourceBarrier(cl, 1, &x); }
+static HRESULT submit(void) {
+    ID3D12CommandList *lists[1]; HRESULT hr = ID3D12GraphicsCommandList_Close(cl);
+    if (FAILED(hr)) return hr;
+    lists[0] = (ID3D12CommandList *)cl;
+    ID3D12CommandQueue_ExecuteCommandLists(queue, 1, lists);
+    ID3D12CommandQueue_Signal(queue, fence, ++fenceval);
+    ID3D12Fence_SetEventOnCompletion(fence, fenceval, fence_event);
+    if (WaitForSingleObject(fence_event, 120000) != WAIT_OBJECT_0) return E_FAIL;
+    hr = ID3D12Device_GetDeviceRemovedReason(dev);
+    ID3D12CommandAllocator_Reset(alloc);
+    ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+    return hr;
+}
+
+/* compiled-operator cache, keyed by the descriptor text the client sends */
+typedef struct { char *key; void *compiled; ID3D12Resource *persistent; UINT64 persistent_size; } cached_op;
+#define CACHE_MAX 512
+static cached_op cache[CACHE_MAX]; static int cache_count, cache_next;
+static cached_op *cache_find(const char *key) { int i; for (i = 0; i < cache_count; i++) if (!strcmp(cache[i].key, key)) return &cache[i]; return NULL; }
+
+static int device_removed(void) { return FAILED(((fn_removed)VT(dml)[15])(dml)); }
+
+#define MAXT 8
+static int do_run(jnode *req, blob *inbufs, int ninbufs) {
+    jnode *tensors = jget(req, "tensors"), *fields = jget(req, "fields");
+    DML_BUFFER_TENSOR_DESC bdesc[MAXT]; DML_TENSOR_DESC tdesc[MAXT]; UINT sizes[MAXT][16], strides[MAXT][16];
+    int present[MAXT], is_output[MAXT], bufidx[MAXT], alias[MAXT], nt, i, j;
+    unsigned char opdesc[256]; size_t off = 0; HRESULT hr; const char *key = jstr(req, "key");
+    cached_op *c; void *op = NULL, *compiled = NULL, *init = NULL, *bt = NULL;
+    ID3D12Resource *res[MAXT] = { 0 }, *up[MAXT] = { 0 }, *rb[MAXT] = { 0 }, *tmp = NULL;
+    DML_BUFFER_BINDING bb[MAXT]; DML_BINDING_DESC in_b[MAXT], out_b[MAXT]; int nin = 0, nout = 0;
+    DML_BINDING_PROPERTIES ep, ip; DML_BINDING_TABLE_DESC btd; int result = 0;
+    blob outs[MAXT]; int nouts = 0;
+
+    if (!tensors || tensors->count > MAXT) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"bad tensors\"}"); return 0; }
+    nt = tensors->count;
+    memset(opdesc, 0, sizeof opdesc);
+    for (i = 0; i < nt; i++) {
+        jnode *t = tensors->items[i], *sz = jget(t, "sizes"), *st = jget(t, "strides");
+        present[i] = (int)jnum(t, "present", 0); is_output[i] = !strcmp(jstr(t, "role"), "output");
+        bufidx[i] = (int)jnum(t, "buffer", -1); alias[i] = (int)jnum(t, "alias", -1);
+        if (!present[i]) continue;
+        memset(&bdesc[i], 0, sizeof bdesc[i]);
+        for (j = 0; j < 16; j++) { sizes[i][j] = 1; strides[i][j] = 0; }
+        for (j = 0; sz && j < sz->count && j < 16; j++) sizes[i][j] = (UINT)sz->items[j]->num;
+        for (j = 0; st && st->kind == J_ARR && j < st->count && j < 16; j++) strides[i][j] = (UINT)st->items[j]->num;
+        bdesc[i].DataType = (UINT)jnum(t, "data_type", 0); bdesc[i].Flags = (UINT)jnum(t, "flags", 0);
+        bdesc[i].DimensionCount = (UINT)jnum(t, "dimension_count", sz ? sz->count : 0);
+        bdesc[i].Sizes = sizes[i]; bdesc[i].Strides = (st && st->kind == J_ARR) ? strides[i] : NULL;
+        bdesc[i].TotalTensorSizeInBytes = (UINT64)jnum(t, "total_bytes", 0);
+        bdesc[i].GuaranteedBaseOffsetAlignment = (UINT)jnum(t, "alignment", 0);
+        tdesc[i].Type = DML_TENSOR_TYPE_BUFFER; tdesc[i].Desc = &bdesc[i];
+    }
+    /* the desc struct: tensor pointers (8-byte aligned) and 4-byte scalars, in field order */
+    for (i = 0; fields && i < fields->count; i++) {
+        jnode *f = fields->items[i]; const char *kind = jstr(f, "kind");
+        if (!strcmp(kind, "tensor")) {
+            int ti = (int)jnum(f, "tensor", -1); const DML_TENSOR_DESC *p = (ti >= 0 && ti < nt && present[ti]) ? &tdesc[ti] : NULL;
+            off = (off + 7) & ~(size_t)7; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+        } else if (!strcmp(kind, "float")) {
+            float v = (float)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; memcpy(opdesc + off, &v, 4); off += 4;
+        } else {
+            UINT v = (UINT)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; memcpy(opdesc + off, &v, 4); off += 4;
+        }
+    }
+
+    c = *key ? cache_find(key) : NULL;
+    if (!c) {
+        DML_OPERATOR_DESC od; od.Type = (UINT)jnum(req, "op_type", 0); od.Desc = opdesc;
+        hr = ((fn_create_op)VT(dml)[8])(dml, &od, &IID_IDMLOperator_, &op);
+        if (FAILED(hr)) {
+            if (device_removed()) { replyf("{\"status\":\"device_removed\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return -1; }
+            replyf("{\"status\":\"rejected\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0;
+        }
+        hr = ((fn_compile)VT(dml)[9])(dml, op, (UINT)jnum(req, "exec_flags", 0), &IID_IDMLCompiledOperator_, &compiled);
+        COM_RELEASE(op);
+        if (FAILED(hr)) { replyf("{\"status\":\"error\",\"stage\":\"CompileOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return device_removed() ? -1 : 0; }
+        /* initialise once: the persistent resource lives with the cache entry */
+        hr = ((fn_create_init)VT(dml)[10])(dml, 1, &compiled, &IID_IDMLOperatorInitializer_, &init);
+        if (FAILED(hr)) { COM_RELEASE(compiled); replyf("{\"status\":\"error\",\"stage\":\"CreateOperatorInitializer\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0; }
+        ((fn_props)VT(init)[8])(init, &ip); ((fn_props)VT(compiled)[8])(compiled, &ep);
+        if (cache_count == CACHE_MAX) { /* evict round-robin */
+            cached_op *v = &cache[cache_next]; COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
+            c = v; cache_next = (cache_next + 1) % CACHE_MAX;
+        } else c = &cache[cache_count++];
+        memset(c, 0, sizeof *c); c->key = _strdup(*key ? key : "?"); c->compiled = compiled;
+        c->persistent_size = ep.PersistentResourceSize;
+        if (ep.PersistentResourceSize)
+            c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+        if (ip.TemporaryResourceSize)
+            tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ip.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+        btd.Dispatchable = init; btd.SizeInDescriptors = HEAP_DESCS;
+        heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
+        heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
+        hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &bt);
+        if (FAILED(hr)) { COM_RELEASE(init); replyf("{\"status\":\"error\",\"stage\":\"CreateBindingTable\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0; }
+        ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
+        if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ip.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
+        if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_n)VT(bt)[9])(bt, 1, &d); }
+        ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, init, bt);
+        hr = submit();
+        COM_RELEASE(init); COM_RELEASE(bt); bt = NULL; if (tmp) { ID3D12Resource_Release(tmp); tmp = NULL; }
+        if (FAILED(hr)) { replyf("{\"status\":\"device_removed\",\"stage\":\"initialize\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return -1; }
+    }
+    compiled = c->compiled;
+    ((fn_props)VT(compiled)[8])(compiled, &ep);
+
+    /* resources: one per present tensor; an aliased output shares its input's resource */
+    for (i = 0; i < nt; i++) {
+        UINT64 n;
+        if (!present[i] || (is_output[i] && alias[i] >= 0)) continue;
+        n = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
+        if (n > (1ull << 31)) { result = 1; break; }
+        res[i] = make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, is_output[i] ? D3D12_RESOURCE_STATE_UNORDERED_ACCESS : D3D12_RESOURCE_STATE_COPY_DEST);
+        if (!res[i]) { result = 1; break; }
+        if (!is_output[i]) {
+            void *p; D3D12_RANGE r0 = { 0, 0 }; blob *src = (bufidx[i] >= 0 && bufidx[i] < ninbufs) ? &inbufs[bufidx[i]] : NULL;
+            up[i] = make_buffer(D3D12_HEAP_TYPE_UPLOAD, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_GENERIC_READ);
+            if (!up[i]) { result = 1; break; }
+            ID3D12Resource_Map(up[i], 0, &r0, &p); memset(p, 0, n);
+            if (src) memcpy(p, src->data, src->len < n ? src->len : n);
+            ID3D12Resource_Unmap(up[i], 0, NULL);
+            ID3D12GraphicsCommandList_CopyBufferRegion(cl, res[i], 0, up[i], 0, n);
+            barrier(res[i], D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+        }
+    }
+    if (result) {
+        /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
+        ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+        for (i = 0; i < nt; i++) { if (res[i]) ID3D12Resource_Release(res[i]); if (up[i]) ID3D12Resource_Release(up[i]); }
+        replyf("{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"}"); return 0;
+    }
+    for (i = 0; i < nt; i++) {
+        DML_BINDING_DESC *d; ID3D12Resource *r;
+        if (is_output[i]) d = &out_b[nout++]; else d = &in_b[nin++];
+        if (!present[i]) { d->Type = DML_BINDING_TYPE_NONE; d->Desc = NULL; continue; }
+        r = (is_output[i] && alias[i] >= 0) ? res[alias[i]] : res[i];
+        bb[i].Buffer = r; bb[i].Offset = 0; bb[i].SizeInBytes = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
+        d->Type = DML_BINDING_TYPE_BUFFER; d->Desc = &bb[i];
+    }
+    if ((int)jnum(req, "drop_binding", 0)) nin = nin > 0 ? nin - 1 : 0; /* test hook: a wrong binding count removes the device */
+    if (ep.TemporaryResourceSize) tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    btd.Dispatchable = compiled; btd.SizeInDescriptors = HEAP_DESCS;
+    heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
+    heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
+    hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &bt);
+    if (SUCCEEDED(hr)) {
+        ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
+        ((fn_bind_n)VT(bt)[8])(bt, nin, in_b);
+        ((fn_bind_n)VT(bt)[9])(bt, nout, out_b);
+        if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ep.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
+        if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[11])(bt, &d); }
+        ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, compiled, bt);
+        uav_barrier();
+        for (i = 0; i < nt; i++) {
+            ID3D12Resource *r; UINT64 n;
+            if (!present[i] || !is_output[i]) continue;
+            r = alias[i] >= 0 ? res[alias[i]] : res[i]; n = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
+            rb[i] = make_buffer(D3D12_HEAP_TYPE_READBACK, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_COPY_DEST);
+            barrier(r, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
+            ID3D12GraphicsCommandList_CopyBufferRegion(cl, rb[i], 0, r, 0, n);
+            barrier(r, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+        }
+        hr = submit();
+    } else {
+        ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+    }
+    if (SUCCEEDED(hr) && device_removed()) hr = ((fn_removed)VT(dml)[15])(dml);
+    if (FAILED(hr)) {
+        result = -1;
+        replyf("{\"status\":\"device_removed\",\"stage\":\"execute\",\"hr\":\"0x%08lx\"}", (unsigned long)hr);
+    } else {
+        for (i = 0; i < nt; i++) {
+            void *p; UINT64 n; D3D12_RANGE rr;
+            if (!present[i] || !is_output[i] || !rb[i]) continue;
+            n = bdesc[i].TotalTensorSizeInBytes; rr.Begin = 0; rr.End = n;
+            outs[nouts].data = malloc(n ? n : 1); outs[nouts].len = (UINT)n;
+            ID3D12Resource_Map(rb[i], 0, &rr, &p); memcpy(outs[nouts].data, p, n); ID3D12Resource_Unmap(rb[i], 0, NULL);
+            nouts++;
+        }
+        reply("{\"status\":\"ok\"}", nouts, outs);
+        for (i = 0; i < nouts; i++) free(outs[i].data);
+    }
+    COM_RELEASE(bt);
+    if (tmp) ID3D12Resource_Release(tmp);
+    for (i = 0; i < nt; i++) { if (res[i]) ID3D12Resource_Release(res[i]); if (up[i]) ID3D12Resource_Release(up[i]); if (rb[i]) ID3D12Resource_Release(rb[i]); }
+    return result;
+}
+
+static void do_info(void) {
+    static const UINT levels[] = { 0x1000, 0x2000, 0x2100, 0x3000, 0x3100, 0x4000, 0x4100, 0x5000, 0x5100, 0x5200,
+                                   0x6000, 0x6100, 0x6200, 0x6300, 0x6400 };
+    DML_FEATURE_QUERY_FEATURE_LEVELS q = { sizeof levels / sizeof levels[0], levels }; DML_FEATURE_DATA_FEATURE_LEVELS fl = { 0 };
+    char json[2048]; int n, t; HRESULT hr = ((fn_check)VT(dml)[7])(dml, DML_FEATURE_FEATURE_LEVELS, sizeof q, &q, sizeof fl, &fl);
+    n = snprintf(json, sizeof json, "{\"status\":\"ok\",\"adapter\":\"%s\",\"max_feature_level\":%u,\"feature_level_hr\":\"0x%08lx\",\"types\":{",
+                 adapter_name, fl.MaxSupportedFeatureLevel, (unsigned long)hr);
+    for (t = 1; t <= 13; t++) {
+        DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT tq = { (UINT)t }; DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT td = { 0 };
+        HRESULT h = ((fn_check)VT(dml)[7])(dml, DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof tq, &tq, sizeof td, &td);
+        n += snprintf(json + n, sizeof json - n, "%s\"%d\":%d", t > 1 ? "," : "", t, SUCCEEDED(h) && td.IsSupported ? 1 : 0);
+    }
+    snprintf(json + n, sizeof json - n, "}}");
+    reply(json, 0, NULL);
+}
+
+static int setup(const char *dllpath, int adapter_index, int warp, int debug_layer, UINT min_level) {
+    IDXGIFactory4 *factory = NULL; IDXGIAdapter1 *adapter = NULL; HMODULE h; HRESULT hr;
+    D3D12_COMMAND_QUEUE_DESC qd; D3D12_DESCRIPTOR_HEAP_DESC hd; PFN_DMLCreateDevice1 create1; PFN_DMLCreateDevice create0;
+    if (SUCCEEDED(CreateDXGIFactory1(&IID_IDXGIFactory4, (void **)&factory))) {
+        if (warp) IDXGIFactory4_EnumWarpAdapter(factory, &IID_IDXGIAdapter1, (void **)&adapter);
+        else IDXGIFactory4_EnumAdapters1(factory, (UINT)adapter_index, &adapter);
+        if (adapter) { DXGI_ADAPTER_DESC1 d; if (SUCCEEDED(IDXGIAdapter1_GetDesc1(adapter, &d))) WideCharToMultiByte(CP_UTF8, 0, d.Description, -1, adapter_name, sizeof adapter_name - 1, NULL, NULL); }
+    }
+    for (char *p = adapter_name; *p; p++) if (*p == '"' || *p == '\\') *p = ' ';
+    hr = D3D12CreateDevice((IUnknown *)adapter, D3D_FEATURE_LEVEL_11_0, &IID_ID3D12Device, (void **)&dev);
+    if (FAILED(hr)) { fprintf(stderr, "runner: D3D12CreateDevice hr=0x%08lx\n", (unsigned long)hr); return 0; }
+    h = LoadLibraryA(dllpath);
+    if (!h) { fprintf(stderr, "runner: LoadLibrary(%s) failed (%lu)\n", dllpath, GetLastError()); return 0; }
+    create1 = (PFN_DMLCreateDevice1)GetProcAddress(h, "DMLCreateDevice1");
+    create0 = (PFN_DMLCreateDevice)GetProcAddress(h, "DMLCreateDevice");
+    hr = create1 ? create1(dev, debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : 0, min_level, &IID_IDMLDevice_, &dml)
+                 : create0(dev, debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : 0, &IID_IDMLDevice_, &dml);
+    if (FAILED(hr) && hr != (HRESULT)0x887A0004) { /* not DXGI_ERROR_UNSUPPORTED: try the vkd3d meta-command work-around */
+        patch_meta_commands(dev);
+        hr = create1 ? create1(dev, debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : 0, min_level, &IID_IDMLDevice_, &dml)
+                     : create0(dev, debug_layer ? DML_CREATE_DEVICE_FLAG_DEBUG : 0, &IID_IDMLDevice_, &dml);
+    }
+    if (FAILED(hr)) { fprintf(stderr, "runner: DMLCreateDevice hr=0x%08lx%s\n", (unsigned long)hr, debug_layer ? " (debug layer requested: is DirectMLDebug.dll present?)" : ""); return 0; }
+    memset(&qd, 0, sizeof qd); qd.Type = D3D12_COMMAND_LIST_TYPE_DIRECT;
+    if (FAILED(ID3D12Device_CreateCommandQueue(dev, &qd, &IID_ID3D12CommandQueue, (void **)&queue))) return 0;
+    if (FAILED(ID3D12Device_CreateCommandAllocator(dev, D3D12_COMMAND_LIST_TYPE_DIRECT, &IID_ID3D12CommandAllocator, (void **)&alloc))) return 0;
+    if (FAILED(ID3D12Device_CreateCommandList(dev, 0, D3D12_COMMAND_LIST_TYPE_DIRECT, alloc, NULL, &IID_ID3D12GraphicsCommandList, (void **)&cl))) return 0;
+    if (FAILED(ID3D12Device_CreateFence(dev, 0, D3D12_FENCE_FLAG_NONE, &IID_ID3D12Fence, (void **)&fence))) return 0;
+    fence_event = CreateEventA(NULL, FALSE, FALSE, NULL);
+    if (FAILED(((fn_create_rec)VT(dml)[11])(dml, &IID_IDMLCommandRecorder_, &recorder))) return 0;
+    memset(&hd, 0, sizeof hd); hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV; hd.NumDescriptors = HEAP_DESCS; hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
+    if (FAILED(ID3D12Device_CreateDescriptorHeap(dev, &hd, &IID_ID3D12DescriptorHeap, (void **)&heap))) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    const char *dll = argc > 1 ? argv[1] : "DirectML.dll"; int i, adapter = 0, warp = 0, debug_layer = 0; UINT min_level = 0x1000;
+    for (i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--adapter") && i + 1 < argc) adapter = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warp")) warp = 1;
+        else if (!strcmp(argv[i], "--debug-layer")) debug_layer = 1;
+        else if (!strcmp(argv[i], "--min-feature-level") && i + 1 < argc) min_level = (UINT)strtoul(argv[++i], NULL, 0);
+    }
+    _setmode(0, _O_BINARY); _setmode(1, _O_BINARY);
+    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
+    if (!setup(dll, adapter, warp, debug_layer, min_level)) { replyf("{\"status\":\"startup_failed\"}"); return 2; }
+    replyf("{\"status\":\"ready\"}");
+    for (;;) {
+        UINT h[3]; char *json; jnode *req; blob bufs[MAXT]; int n = 0, rc = 0; const char *cmd;
+        if (!read_all(h, sizeof h)) break;
+        if (h[0] != MAGIC || h[1] > (64u << 20) || h[2] > MAXT) { fprintf(stderr, "runner: bad frame\n"); return 3; }
+        json = malloc(h[1] + 1); if (!read_all(json, h[1])) break; json[h[1]] = 0;
+        for (n = 0; n < (int)h[2]; n++) {
+            if (!read_all(&bufs[n].len, 4)) return 3;
+            bufs[n].data = malloc(bufs[n].len ? bufs[n].len : 1);
+            if (!read_all(bufs[n].data, bufs[n].len)) return 3;
+        }
+        jp = json; req = jvalue(); cmd = jstr(req, "cmd");
+        if (!strcmp(cmd, "info")) do_info();
+        else if (!strcmp(cmd, "run")) rc = do_run(req, bufs, n);
+        else if (!strcmp(cmd, "crash")) { volatile int *p = NULL; *p = 1; }       /* test hook: a crashing driver */
+        else if (!strcmp(cmd, "hang")) { Sleep(INFINITE); }                       /* test hook: a hung driver */
+        else replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"unknown cmd\"}");
+        jfree(req); free(json);
+        while (n-- > 0) free(bufs[n].data);
+        if (rc < 0) return 4; /* device removed: exit, the client starts a new runner */
+    }
+    return 0;
+}
