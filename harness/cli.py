@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     for stale in (reports / "results").glob("results-*.jsonl"):
         stale.unlink()  # a run's records describe that run only
     root = Path(__file__).resolve().parent.parent
-    pytest_args = [str(root / "tests" / "conformance"), "-q", "-p", "no:cacheprovider",
+    pytest_args = [str(root / "tests" / "conformance"), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
                    f"--reports-dir={reports}", f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
     for name in args.backend or []:
@@ -129,6 +129,71 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     return code
 
 
+def _records(reports: Path):
+    from .results import read_records
+    return list(read_records(reports / "results"))
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from .matrix import build_matrix, write_matrix
+    reports = Path(args.reports_dir)
+    cells = build_matrix(_records(reports), _load(args))
+    paths = write_matrix(cells, reports)
+    print(f"matrix: {len(cells)} cells -> {paths['html']}, {paths['md']}, {paths['json']}")
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+    from .html_report import generate_report, report_summary
+    from .matrix import build_matrix, write_matrix
+    reports = Path(args.reports_dir)
+    start = time.perf_counter()
+    write_matrix(build_matrix(_records(reports), _load(args)), reports)
+    try:
+        index = generate_report(reports / "allure-results", reports / "allure-report", reports / "history.jsonl")
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    stats = report_summary(reports / "allure-report").get("stats", {})
+    print(f"report: {index} ({stats.get('total', '?')} tests) and {reports / 'matrix.html'} in {time.perf_counter() - start:.1f} s")
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from .gate import evaluate_gate
+    result = evaluate_gate(_records(Path(args.reports_dir)))
+    print("\n".join(result.summary))
+    return EXIT_OK if result.passed else EXIT_FAIL
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+    from .matrix import compare_matrices
+    try:
+        base, new = (json.loads(Path(p).read_text()) for p in (args.base, args.new))
+    except (OSError, ValueError) as exc:
+        print(f"compare: cannot read matrix: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    changes = compare_matrices(base, new)
+    for section, items in changes.items():
+        print(f"{section}: {len(items)}")
+        for item in items:
+            print(f"  {item}")
+    return EXIT_FAIL if changes["new failures"] else EXIT_OK
+
+
+def cmd_spec_diff(args: argparse.Namespace) -> int:
+    from .spec_diff import diff_sources, render
+    try:
+        changes = diff_sources(args.old, args.new)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    print(render(changes))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlconform", description="DirectML operator conformance harness")
     parser.add_argument("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
@@ -143,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("operator")
     show.add_argument("--feature-level", help="level such as 4.1 (default: newest)")
     show.set_defaults(func=cmd_spec_show)
+    sdiff = spec_sub.add_parser("diff", help="what changed between two spec directories or git revisions")
+    sdiff.add_argument("old", help="a specs directory or a git revision (e.g. HEAD~1)")
+    sdiff.add_argument("new", help="a specs directory or a git revision")
+    sdiff.set_defaults(func=cmd_spec_diff)
 
     backends = sub.add_parser("backends", help="list installed backends, whether they can run here, and why not")
     backends.set_defaults(func=cmd_backends)
@@ -163,6 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
     run.add_argument("--reports-dir", default=str(Path(__file__).resolve().parent.parent / "reports"))
     run.set_defaults(func=cmd_run)
+
+    reports_default = str(Path(__file__).resolve().parent.parent / "reports")
+    for name, func, text in [("matrix", cmd_matrix, "write the conformance matrix (HTML, Markdown, JSON) from a run's results"),
+                             ("report", cmd_report, "build the HTML report (Allure 3) and the matrix under the reports dir"),
+                             ("gate", cmd_gate, "exit non-zero on unexpected failures or stale expectations")]:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--reports-dir", default=reports_default)
+        p.set_defaults(func=func)
+    compare = sub.add_parser("compare", help="compare two runs' matrix.json: new failures, fixed and vanished cells")
+    compare.add_argument("base")
+    compare.add_argument("new")
+    compare.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -25,6 +25,7 @@ class Expectation:
     status: str = "mismatch"                    # the classification it explains
     rule: str | None = None                     # for invalid cases: the rule the case breaks
     reason_contains: str | None = None          # for status expectations: text the backend's reason holds
+    probe: dict | None = None                   # a fixed case that shows the divergence
     hits: int = 0
     exercised: int = 0
 
@@ -83,8 +84,25 @@ def load_expectations(backend: str, directory: Path = EXPECTATIONS_DIR) -> Expec
             raise src.error(("expectations", index, "when"), str(exc)) from None
         items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
                                  tuple(raw["input_types"]) if "input_types" in raw else None, status,
-                                 raw.get("rule"), raw.get("reason_contains")))
+                                 raw.get("rule"), raw.get("reason_contains"), raw.get("probe")))
     return ExpectationSet(backend, items)
+
+
+STALE = "stale-expectation"
+
+
+def probe_case(item: Expectation, specs, level: str):
+    """The expectation's probe as a case (None when it has no probe)."""
+    if not item.probe:
+        return None
+    import numpy as np
+    from .cases import case_from_arrays
+    spec = specs.operator(item.operator)
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe["inputs"].items()}
+    case = case_from_arrays(spec, level, dict(item.probe["types"]), values, origin=f"probe:{item.id}")
+    if item.probe.get("rule"):
+        case.expect_valid, case.broken_rule = False, item.probe["rule"]
+    return case
 
 
 __all__ = ["EXPECTED_DIVERGENCE", "Expectation", "ExpectationSet", "SpecError", "load_expectations"]

@@ -24,7 +24,16 @@ class BackendInfo:
 
 
 def backend_entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    """Installed entry points, plus DMLCONFORM_EXTRA_BACKENDS="name=module:Class,..." for a backend
+    being developed in a checkout, not yet packaged."""
+    import os
+    from importlib.metadata import EntryPoint
+    found = {ep.name: ep for ep in entry_points(group=GROUP)}
+    for item in filter(None, os.environ.get("DMLCONFORM_EXTRA_BACKENDS", "").split(",")):
+        name, _, target = item.partition("=")
+        if name and target:
+            found[name.strip()] = EntryPoint(name=name.strip(), value=target.strip(), group=GROUP)
+    return found
 
 
 def load_backend(name: str, **options: Any):

@@ -33,6 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fp32-chunks", default=None, help="with --exhaustive: comma-separated chunk numbers (0-255) instead of all")
     group.addoption("--reports-dir", default=str(ROOT / "reports"), help="where results, case files and the Hypothesis database go")
     group.addoption("--directml-dll", default=None, help="path or version name of DirectML.dll for the directml backend")
+    group.addoption("--directml-adapter", type=int, default=0, help="DXGI adapter index for the directml backend")
+    group.addoption("--directml-warp", action="store_true", help="use the WARP software adapter (Windows)")
+    group.addoption("--directml-debug-layer", action="store_true", help="create the DirectML device with the debug layer")
+    group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
 
 
 def _check_choices(config: pytest.Config) -> None:
@@ -71,10 +75,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.dml_backends = {}
     config.dml_unavailable = {}
     names = config.getoption("backend") or DEFAULT_BACKENDS
-    options = {"specs": SPECS}
-    if config.getoption("directml_dll"):
-        options["dll"] = config.getoption("directml_dll")
     for name in names:
+        options = {"specs": SPECS}
+        if name == "directml":
+            options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
+                           warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
+                           exec_flags=config.getoption("directml_exec_flags"))
         try:
             backend = load_backend(name, **options)
         except Exception as exc:  # noqa: BLE001 - reported as a skip reason
@@ -89,6 +95,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.dml_expectations = {name: load_expectations(name) for name in names}
     config.dml_cases_dir = reports / "cases"
     config.dml_names = names
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """environment.properties and categories.json for the Allure report (controller or single process)."""
+    config = session.config
+    alluredir = config.getoption("allure_report_dir", default=None)
+    if not alluredir or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from harness.allure_report import write_run_files
+    from hypothesis import settings as hsettings
+    env = {"specs": str(SPECS.directory), "hypothesis.profile": hsettings().__class__.__name__}
+    profile = config.getoption("hypothesis_profile", default=None) or "ci"
+    env["hypothesis.profile"] = profile
+    env["hypothesis.seed"] = str(config.getoption("hypothesis_seed", default=None) or ("derandomized" if profile == "ci" else "random"))
+    for name in config.dml_names:
+        backend = config.dml_backends.get(name)
+        if backend is None:
+            env[f"backend.{name}"] = f"not available: {config.dml_unavailable.get(name, '')}"
+            continue
+        env[f"backend.{name}"] = backend.version()
+        env[f"backend.{name}.max_feature_level"] = device_level(backend, SPECS)
+        if name == "directml":
+            info = backend.info()
+            env["directml.dll"] = str(backend._dll)
+            env["directml.adapter"] = str(info.get("adapter"))
+            env["directml.exec_flags"] = hex(backend.exec_flags)
+    write_run_files(Path(alluredir), env)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -81,6 +81,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     params.append(_param([(backend, spec.name, example.name)], f"{spec.name}-{example.name}-{backend}",
                                          _unavailable(config, backend)))
         metafunc.parametrize("example_cell", params)
+    elif "probe_cell" in metafunc.fixturenames:
+        for backend in config.dml_names:
+            for item in config.dml_expectations[backend].items:
+                if item.probe is None or (config.getoption("operator") and item.operator not in config.getoption("operator")):
+                    continue
+                params.append(_param([(backend, item.id)], f"{item.id}-{backend}", _unavailable(config, backend)))
+        metafunc.parametrize("probe_cell", params)
     elif "sweep_cell" in metafunc.fixturenames:
         chunks = config.getoption("fp32_chunks")
         chosen_ops = config.getoption("operator")

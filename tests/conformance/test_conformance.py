@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from harness.allure_report import add_tags, attach_outcome, label_test
 from harness.cases import example_case
 from harness.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.expectations import EXPECTED_DIVERGENCE
@@ -23,15 +24,20 @@ class _Tally:
         self.counts: dict[str, int] = {}
         self.unsupported_reason = ""
         self.notes: list[str] = []
+        self.tags: set[str] = set()
 
     def add(self, outcome) -> None:
         self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        self.tags.update(outcome.record.tags)
+        if outcome.status == UNSPECIFIED:
+            self.tags.add(UNSPECIFIED)
         if outcome.status == UNSUPPORTED:
             self.unsupported_reason = outcome.diff.summary
         if outcome.status in (UNSPECIFIED, EXPECTED_DIVERGENCE) and len(self.notes) < 3:
             self.notes.append(outcome.message)
 
     def finish(self) -> None:
+        add_tags(self.tags)
         total = sum(self.counts.values())
         if self.counts.get(EXPECTED_DIVERGENCE):
             pytest.xfail(f"known divergence in {self.counts[EXPECTED_DIVERGENCE]} of {total} case(s):\n" + "\n".join(self.notes))
@@ -45,7 +51,10 @@ def _run(request, backend_name, spec, case, kind, tally):
                        expectations=config.dml_expectations.get(backend_name), writer=config.dml_writer,
                        cases_dir=config.dml_cases_dir, test_id=request.node.nodeid)
     tally.add(outcome)
+    if outcome.failed or outcome.status in (EXPECTED_DIVERGENCE,):
+        attach_outcome(outcome, spec, case)
     if outcome.failed:
+        add_tags(tally.tags)
         pytest.fail(outcome.message, pytrace=False)
     return outcome
 
@@ -59,6 +68,7 @@ def test_valid(request, valid_cell):
     backend, op, level, dtype = valid_cell
     spec = SPECS.operator(op)
     tally = _Tally()
+    label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
 
     @_settings(request)
     @given(valid_cases(spec, level, dtype))
@@ -72,6 +82,7 @@ def test_invalid(request, invalid_cell):
     backend, op, level, rule = invalid_cell
     spec = SPECS.operator(op)
     tally = _Tally()
+    label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
 
     @_settings(request)
     @given(invalid_cases(spec, level, rule))
@@ -87,6 +98,8 @@ def test_example(request, example_cell):
     example = next(e for e in spec.examples if e.name == name)
     case = example_case(spec, example)
     tally = _Tally()
+    label_test(backend, op, case.feature_level, example.types[spec.input_fields[0].name], "example", spec.path,
+               {"backend": backend, "operator": op, "feature level": case.feature_level, "example": name})
     outcome = _run(request, backend, spec, case, "example", tally)
     tally.finish()
     # the worked example's own expected values, not only the reference's
@@ -102,5 +115,32 @@ def test_sweep(request, sweep_cell):
     spec = SPECS.operator(sweep.operator)
     case = sweep_case(SPECS, sweep)
     tally = _Tally()
+    label_test(backend, sweep.operator, sweep.level, sweep.data_type, "exhaustive", spec.path,
+               {"backend": backend, "operator": sweep.operator, "data type": sweep.data_type})
     _run(request, backend, spec, case, "sweep", tally)
     tally.finish()
+
+
+def test_expectation_probe(request, probe_cell):
+    """Each known divergence must still reproduce on its probe; if it no longer does, it is stale."""
+    from harness.expectations import STALE, probe_case
+    from harness.results import CaseRecord
+    from harness.suite import device_level
+    backend_name, expectation_id = probe_cell
+    config = request.config
+    backend = config.dml_backends[backend_name]
+    expectations = config.dml_expectations[backend_name]
+    item = next(i for i in expectations.items if i.id == expectation_id)
+    spec = SPECS.operator(item.operator)
+    case = probe_case(item, SPECS, device_level(backend, SPECS))
+    label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
+    outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
+                       test_id=request.node.nodeid)
+    explained = outcome.record.expectation == item.id
+    record = outcome.record
+    record.kind, record.expectation = "probe", item.id
+    if not explained:
+        record.status = STALE
+        record.summary = f"the probe of {item.id} no longer shows the divergence ({outcome.status}): it may be fixed; remove it from backends/expectations/{backend_name}.yaml"
+    config.dml_writer.write(record)
+    assert explained, record.summary + "\n" + outcome.message

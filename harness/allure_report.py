@@ -1,0 +1,114 @@
+"""Allure integration: labels that make the report navigable, attachments on failure, and the
+run-level files (environment.properties, categories.json).
+
+Labels: parent suite = backend, epic = operator, feature = feature level, story = data type,
+tags = layout features (strided, broadcast, in-place, ...) and the case kind. allure-pytest turns
+the calls into result files when pytest runs with --alluredir; without it they do nothing.
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+CATEGORIES = [
+    {"name": "mismatch", "description": "outputs differ from the reference under the spec's comparison",
+     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): mismatch: .*"},
+    {"name": "rejected-valid", "description": "a descriptor valid at the device's feature level was rejected",
+     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): rejected-valid: .*"},
+    {"name": "accepted-invalid", "description": "a descriptor that breaks a rule was accepted",
+     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): accepted-invalid: .*"},
+    {"name": "crashed", "description": "the backend crashed, hung or lost its device on this case",
+     "matchedStatuses": ["failed", "broken"], "messageRegex": r"(?s).*\): crashed: .*"},
+    {"name": "diverges-on-unspecified", "description": "differences only where the docs leave the result open (informational)",
+     "matchedStatuses": ["skipped", "passed"], "messageRegex": r"(?s).*diverges-on-unspecified.*"},
+    {"name": "known divergence", "description": "explained by the backend's expectations file",
+     "matchedStatuses": ["skipped"], "messageRegex": r"(?s).*known divergence.*"},
+]
+
+
+def _allure():
+    try:
+        import allure
+        return allure
+    except ImportError:  # pragma: no cover - allure-pytest is a dependency
+        return None
+
+
+def label_test(backend: str, operator: str, level: str | None, data_type: str | None, kind: str,
+               spec_path: Path, parameters: dict[str, str]) -> None:
+    allure = _allure()
+    if allure is None:
+        return
+    allure.dynamic.parent_suite(backend)
+    allure.dynamic.suite(operator)
+    allure.dynamic.epic(operator)
+    if level:
+        allure.dynamic.feature(f"FL {level}")
+    if data_type:
+        allure.dynamic.story(data_type)
+    allure.dynamic.tag(kind)
+    allure.dynamic.link(spec_path.resolve().as_uri(), name=f"spec {spec_path.name}")
+    for name, value in parameters.items():
+        allure.dynamic.parameter(name, value)
+
+
+def add_tags(tags: set[str]) -> None:
+    allure = _allure()
+    if allure is None:
+        return
+    for tag in sorted(tags):
+        allure.dynamic.tag(tag)
+
+
+def ulp_histogram_png(ulps: np.ndarray, title: str) -> bytes:
+    """A PNG bar chart of how many elements are off by how many ULPs (log-2 buckets)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ulps = np.asarray(ulps, dtype=np.int64)
+    edges = [0, 1, 2, 3, 5, 9, 17, 65, 257, 1025, 1 << 16, 1 << 62]
+    labels = ["0", "1", "2", "3-4", "5-8", "9-16", "17-64", "65-256", "257-1024", "1025-65535", ">=65536"]
+    counts = [int(((ulps >= lo) & (ulps < hi)).sum()) for lo, hi in zip(edges[:-1], edges[1:])]
+    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=90)
+    ax.bar(labels, counts, color=["#4caf50"] + ["#ff9800"] * 2 + ["#f44336"] * (len(labels) - 3))
+    ax.set_yscale("symlog")
+    ax.set_xlabel("ULP distance from the reference")
+    ax.set_ylabel("elements")
+    ax.set_title(title, fontsize=9)
+    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png")
+    plt.close(fig)
+    return out.getvalue()
+
+
+def attach_outcome(outcome, spec, case) -> None:
+    """On a failure or divergence: the case file, the mismatch table, the descriptor, the ULP picture."""
+    allure = _allure()
+    if allure is None:
+        return
+    t = allure.attachment_type
+    if outcome.case_file is not None:
+        allure.attach.file(str(outcome.case_file), name="case file (replay)", attachment_type=t.YAML)
+    allure.attach(outcome.message, name="result", attachment_type=t.TEXT)
+    table = outcome.diff.table()
+    if table:
+        allure.attach(table, name="mismatch table", attachment_type=t.TEXT)
+    allure.attach(yaml.safe_dump(case.descriptor.to_dict(), sort_keys=False), name="descriptor", attachment_type=t.YAML)
+    ulps = outcome.diff.ulp_errors
+    if ulps is not None and outcome.diff.data_type and spec.catalog.dtype(outcome.diff.data_type).is_float:
+        png = ulp_histogram_png(ulps, f"{spec.name} {outcome.diff.data_type}: {outcome.status}")
+        allure.attach(png, name="ULP error distribution", attachment_type=t.PNG)
+
+
+def write_run_files(alluredir: Path, environment: dict[str, str]) -> None:
+    """environment.properties and categories.json of the run."""
+    alluredir.mkdir(parents=True, exist_ok=True)
+    lines = [f"{k.replace(' ', '.')}={str(v).replace(chr(10), ' ')}" for k, v in sorted(environment.items())]
+    (alluredir / "environment.properties").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (alluredir / "categories.json").write_text(json.dumps(CATEGORIES, indent=2), encoding="utf-8")

@@ -1,0 +1,63 @@
+"""The CI gate: yes or no, with the reason.
+
+Fails on any unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed) and on
+stale expectations (an expectation that explained nothing although its operator ran on its
+backend: the divergence may be fixed, the file must say so). Prints a short summary first."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .diff import FAILURES
+from .expectations import EXPECTED_DIVERGENCE, STALE, load_expectations
+from .results import CaseRecord
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    summary: list[str] = field(default_factory=list)
+    failures: list[CaseRecord] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+
+def evaluate_gate(records: list[CaseRecord], expectations_dir=None) -> GateResult:
+    if not records:
+        return GateResult(False, ["no results: did the run happen? (reports/results/*.jsonl is empty)"])
+    seen: set[tuple] = set()
+    unique = []
+    for r in records:
+        key = (r.backend, r.case_id, r.kind, r.feature_level)
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    counts = Counter(r.status for r in unique)
+    failures = [r for r in unique if r.status in FAILURES and r.status != STALE]
+    stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
+    for backend in sorted({r.backend for r in unique}):
+        exp = load_expectations(backend) if expectations_dir is None else load_expectations(backend, expectations_dir)
+        for item in exp.items:
+            probed = any(r.kind == "probe" and r.backend == backend and r.expectation == item.id for r in unique)
+            if item.probe is None and not any(r.backend == backend and r.expectation == item.id for r in unique):
+                ran = sum(1 for r in unique if r.backend == backend and r.operator == item.operator)
+                if ran:
+                    stale.append(f"{backend}:{item.id} has no probe and explained none of {ran} case(s) this run")
+            elif item.probe is not None and not probed and any(r.backend == backend for r in unique):
+                pass  # the probe was not run (filtered out by --operator): nothing to say
+    summary = [f"{len(unique)} case(s) on {', '.join(sorted({r.backend for r in unique}))}: "
+               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    if failures:
+        summary.append(f"{len(failures)} unexpected failure(s):")
+        by = Counter((r.backend, r.operator, r.feature_level, r.data_type, r.status) for r in failures)
+        for (backend, op, level, t, status), n in sorted(by.items()):
+            example = next(r for r in failures if (r.backend, r.operator, r.feature_level, r.data_type, r.status) == (backend, op, level, t, status))
+            summary.append(f"  {status}: {backend} {op} FL {level} {t} x{n}; e.g. {example.summary[:150]}"
+                           + (f" [{example.case_file}]" if example.case_file else ""))
+    if stale:
+        summary.append(f"{len(stale)} stale expectation(s):")
+        summary += [f"  {s}" for s in stale]
+    if counts.get(EXPECTED_DIVERGENCE):
+        summary.append(f"{counts[EXPECTED_DIVERGENCE]} known divergence(s) explained by expectation files")
+    passed = not failures and not stale
+    summary.append("GATE: PASS" if passed else "GATE: FAIL")
+    return GateResult(passed, summary, failures, stale)
