@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 PROFILES = {"ci": 25, "dev": 50, "thorough": 1000}
@@ -18,8 +18,11 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filte
 
 def register_profiles(output_dir: Path) -> None:
     database = DirectoryBasedExampleDatabase(str(output_dir / "hypothesis"))
+    # ci does not shrink: a failing case is reported at once (its data is seed-based, so shrinking
+    # seldom makes it simpler) and a slow backend is not re-run hundreds of times.
     settings.register_profile("ci", max_examples=PROFILES["ci"], derandomize=True, deadline=None, database=None,
-                              suppress_health_check=_SUPPRESS, print_blob=True)
+                              suppress_health_check=_SUPPRESS, print_blob=True,
+                              phases=[Phase.explicit, Phase.reuse, Phase.generate])
     settings.register_profile("dev", max_examples=PROFILES["dev"], deadline=None, database=database,
                               suppress_health_check=_SUPPRESS, print_blob=True)
     settings.register_profile("thorough", max_examples=PROFILES["thorough"], deadline=None, database=database,

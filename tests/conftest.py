@@ -104,8 +104,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not alluredir or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     from harness.allure_report import write_run_files
-    from hypothesis import settings as hsettings
-    env = {"specs": str(SPECS.directory), "hypothesis.profile": hsettings().__class__.__name__}
+    env = {"specs": str(SPECS.directory)}
     profile = config.getoption("hypothesis_profile", default=None) or "ci"
     env["hypothesis.profile"] = profile
     env["hypothesis.seed"] = str(config.getoption("hypothesis_seed", default=None) or ("derandomized" if profile == "ci" else "random"))
