@@ -157,7 +157,7 @@ class OnnxRuntimeBackend:
         x, scale = inputs["InputTensor"], inputs["ScaleTensor"]
         zp = inputs.get("ZeroPointTensor")
         if zp is None:  # the spec: an absent zero point means 0
-            zp = np.zeros(x.shape, dtype=np.int8 if out_type == "INT8" else np.uint8)
+            zp = np.zeros(x.shape, dtype=self.specs.catalog.dtype(out_type).numpy)
         in_type = d.tensors["InputTensor"].data_type
         scale_type = d.tensors["ScaleTensor"].data_type
         shape = tuple(x.shape)
@@ -167,7 +167,8 @@ class OnnxRuntimeBackend:
         if mode == "decomposed":
             def build():
                 from onnx import TensorProto, helper
-                lo, hi = (-128.0, 127.0) if out_type == "INT8" else (0.0, 255.0)
+                out = self.specs.catalog.dtype(out_type)
+                lo, hi = float(out.min), float(out.max)
                 nodes = [
                     helper.make_node("Cast", ["x"], ["xd"], to=TensorProto.DOUBLE),
                     helper.make_node("Cast", ["s"], ["sd"], to=TensorProto.DOUBLE),

@@ -62,21 +62,21 @@ class Expected:
             self.unspecified_reasons[name] = reasons
         return self._cache[name]["unspecified"]
 
-    def ties(self, name: str) -> np.ndarray | None:
-        comparison = self.spec.comparison_for(self._out_type(name))
-        if comparison.ties is None:
+    def _comparison_array(self, name: str, which: str, dtype) -> np.ndarray | None:
+        """The comparison's `ties` or `atol` expression over the output's elements (cached)."""
+        formula = getattr(self.spec.comparison_for(self._out_type(name)), which)
+        if formula is None:
             return None
-        if "ties" not in self._cache.setdefault(name, {}):
-            self._cache[name]["ties"] = np.broadcast_to(np.asarray(comparison.ties.evaluate(self._ctx), dtype=bool), self._shape(name))
-        return self._cache[name]["ties"]
+        cache = self._cache.setdefault(name, {})
+        if which not in cache:
+            cache[which] = np.broadcast_to(np.asarray(formula.evaluate(self._ctx), dtype=dtype), self._shape(name))
+        return cache[which]
+
+    def ties(self, name: str) -> np.ndarray | None:
+        return self._comparison_array(name, "ties", bool)
 
     def atol(self, name: str) -> np.ndarray | None:
-        comparison = self.spec.comparison_for(self._out_type(name))
-        if comparison.atol is None:
-            return None
-        if "atol" not in self._cache.setdefault(name, {}):
-            self._cache[name]["atol"] = np.broadcast_to(np.asarray(comparison.atol.evaluate(self._ctx), dtype=np.float64), self._shape(name))
-        return self._cache[name]["atol"]
+        return self._comparison_array(name, "atol", np.float64)
 
     def flushed(self, name: str) -> np.ndarray | None:
         """The result with fp32 denormal inputs (and outputs) flushed, where the spec accepts that."""

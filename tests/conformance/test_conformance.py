@@ -64,32 +64,28 @@ def _settings(request):
     return settings(max_examples=n) if n else settings()
 
 
+def _run_generated(request, backend, spec, strategy, kind, tally) -> None:
+    """Hypothesis draws cases from `strategy`; each is run and judged; the tally decides the outcome."""
+    @_settings(request)
+    @given(strategy)
+    def check(case):
+        _run(request, backend, spec, case, kind, tally)
+    check()
+    tally.finish()
+
+
 def test_valid(request, valid_cell):
     backend, op, level, dtype = valid_cell
     spec = SPECS.operator(op)
-    tally = _Tally()
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
-
-    @_settings(request)
-    @given(valid_cases(spec, level, dtype))
-    def check(case):
-        _run(request, backend, spec, case, "valid", tally)
-    check()
-    tally.finish()
+    _run_generated(request, backend, spec, valid_cases(spec, level, dtype), "valid", _Tally())
 
 
 def test_invalid(request, invalid_cell):
     backend, op, level, rule = invalid_cell
     spec = SPECS.operator(op)
-    tally = _Tally()
     label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
-
-    @_settings(request)
-    @given(invalid_cases(spec, level, rule))
-    def check(case):
-        _run(request, backend, spec, case, "invalid", tally)
-    check()
-    tally.finish()
+    _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally())
 
 
 def test_example(request, example_cell):
