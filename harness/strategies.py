@@ -306,25 +306,30 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
         return ctx
 
     if spec.favour and spec.formula.operands == "value":
-        for favour in spec.favour:
-            desc = descriptor.tensors.get(favour.tensor)
-            if desc is None or (favour.tensor in descriptor.aliases.values()):
+        # One context for all favoured expressions (they read the other inputs, which they do not
+        # change); each logical element of a favoured tensor gets at most one of them.
+        ctx = context(logical_values())
+        for tensor in sorted({f.tensor for f in spec.favour}):
+            desc = descriptor.tensors.get(tensor)
+            if desc is None or tensor in descriptor.aliases.values():
                 continue
             dtype = catalog.dtype(desc.data_type)
-            ctx = context(logical_values())
             shape = tuple(desc.sizes)
-            ctx.variables["k"] = rng.integers(favour.k_range[0], favour.k_range[1], size=shape, endpoint=True).astype(np.float64)
-            wanted = np.broadcast_to(np.asarray(favour.expression.evaluate(ctx), dtype=np.float64), shape)
+            rules = [f for f in spec.favour if f.tensor == tensor]
             with np.errstate(invalid="ignore"):
-                current = read_logical(bytes(buffers[favour.tensor]), desc, dtype.numpy).astype(np.float64)
-            pick = rng.random(shape) < config.favour_fraction / max(1, len(spec.favour)) * 2
+                merged = read_logical(bytes(buffers[tensor]), desc, dtype.numpy).astype(np.float64)
+            choice = np.where(rng.random(shape) < config.favour_fraction * 2, rng.integers(0, len(rules), shape), -1)
+            for index, favour in enumerate(rules):
+                pick = choice == index
+                if not pick.any():
+                    continue
+                ctx.variables["k"] = rng.integers(favour.k_range[0], favour.k_range[1], size=shape, endpoint=True).astype(np.float64)
+                wanted = np.broadcast_to(np.asarray(favour.expression.evaluate(ctx), dtype=np.float64), shape)
+                merged = np.where(pick, wanted, merged)
             with np.errstate(invalid="ignore", over="ignore"):
-                if dtype.is_float:
-                    merged = np.where(pick, wanted, current).astype(dtype.numpy)
-                else:
-                    safe = np.where(np.isfinite(wanted), np.clip(np.rint(wanted), dtype.min, dtype.max), current)
-                    merged = np.where(pick, safe, current).astype(dtype.numpy)
-            write_logical(buffers[favour.tensor], desc, merged)
+                if not dtype.is_float:
+                    merged = np.where(np.isfinite(merged), np.clip(np.rint(merged), dtype.min, dtype.max), 0)
+                write_logical(buffers[tensor], desc, merged.astype(dtype.numpy))
 
     if avoid_undefined:
         for rule in spec.unspecified:
@@ -353,6 +358,20 @@ def valid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str 
     seed = draw(_SEED)
     tags = layout_tags(descriptor)
     return Case(descriptor, level, make_inputs(spec, descriptor, seed, config), origin=f"generated:valid:seed={seed}", tags=tags)
+
+
+@st.composite
+def valid_case_batches(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
+                       config: GenConfig = DEFAULT_CONFIG, per_descriptor: int = 4) -> list[Case]:
+    """Several cases sharing one drawn descriptor, each with its own data (seeds seed, seed+1, ...).
+
+    Drawing a descriptor costs Hypothesis far more than making data for it, so the data-heavy part
+    of the search (special values, ties, saturation) is covered several times per draw."""
+    descriptor = draw(valid_descriptors(spec, level, data_type, config))
+    seed = draw(_SEED)
+    tags = layout_tags(descriptor)
+    return [Case(descriptor, level, make_inputs(spec, descriptor, (seed + i) % 2**32, config),
+                 origin=f"generated:valid:seed={(seed + i) % 2**32}", tags=tags) for i in range(per_descriptor)]
 
 
 def layout_tags(descriptor: Descriptor) -> list[str]:

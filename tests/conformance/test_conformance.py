@@ -9,7 +9,7 @@ from harness.allure_report import add_tags, attach_outcome, label_test
 from harness.cases import example_case
 from harness.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.expectations import EXPECTED_DIVERGENCE
-from harness.strategies import invalid_cases, valid_cases
+from harness.strategies import invalid_cases, valid_case_batches
 from harness.suite import run_case
 from harness.sweeps import sweep_case
 from tests.conftest import SPECS
@@ -65,11 +65,13 @@ def _settings(request):
 
 
 def _run_generated(request, backend, spec, strategy, kind, tally) -> None:
-    """Hypothesis draws cases from `strategy`; each is run and judged; the tally decides the outcome."""
+    """Hypothesis draws cases (or batches of cases) from `strategy`; each case is run and judged;
+    the tally decides the outcome."""
     @_settings(request)
     @given(strategy)
-    def check(case):
-        _run(request, backend, spec, case, kind, tally)
+    def check(drawn):
+        for case in drawn if isinstance(drawn, list) else [drawn]:
+            _run(request, backend, spec, case, kind, tally)
     check()
     tally.finish()
 
@@ -78,7 +80,8 @@ def test_valid(request, valid_cell):
     backend, op, level, dtype = valid_cell
     spec = SPECS.operator(op)
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
-    _run_generated(request, backend, spec, valid_cases(spec, level, dtype), "valid", _Tally())
+    per = request.config.getoption("data_per_descriptor")
+    _run_generated(request, backend, spec, valid_case_batches(spec, level, dtype, per_descriptor=per), "valid", _Tally())
 
 
 def test_invalid(request, invalid_cell):
