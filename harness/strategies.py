@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from .descriptor import Case, Descriptor, TensorDesc
 from .expr import EvalContext
-from .layout import element_count, minimum_bytes, pack_buffer, packed_strides, read_logical, total_bytes, write_logical
+from .layout import element_count, minimum_bytes, packed_strides, total_bytes
 from .spec import OperatorSpec
 from .validator import GENERIC_RULES
 from .values import random_values
@@ -264,40 +264,47 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
 
 def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: GenConfig = DEFAULT_CONFIG,
                 avoid_undefined: bool = True) -> dict[str, bytes]:
-    """Whole input buffers: every physical element (padding included) drawn from the value pools,
-    then the spec's favoured values written over a fraction of the logical elements, then values
-    the spec marks as undefined behaviour replaced."""
+    """Whole input buffers for one case (see make_input_batch)."""
+    return make_input_batch(spec, descriptor, seed, 1, config, avoid_undefined)[0]
+
+
+def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
+                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
+    """`count` sets of whole input buffers for one descriptor: every physical element (padding
+    included) drawn from the value pools, then the spec's favoured values written over a fraction
+    of the logical elements, then values the spec marks as undefined behaviour replaced.
+
+    All sets are made at once: every tensor gets a leading batch axis, and since every step is
+    elementwise, a batch costs about as much as one set."""
     catalog = spec.catalog
     assert catalog is not None
     rng = np.random.default_rng(seed)
-    buffers: dict[str, bytearray] = {}
+    raw: dict[str, np.ndarray] = {}        # tensor -> (count, TotalTensorSizeInBytes) bytes
+    views: dict[str, np.ndarray] = {}      # tensor -> (count, *Sizes) writeable logical view
     for f in spec.input_fields:
         desc = descriptor.tensors.get(f.name)
         if desc is None:
             continue
         dtype = catalog.dtype(desc.data_type)
         nbytes = total_bytes(desc, dtype)
-        physical = random_values(dtype, nbytes // dtype.size_bytes, rng)
-        buffer = bytearray(nbytes)
-        buffer[: physical.nbytes] = physical.tobytes()
-        buffers[f.name] = buffer
+        n = nbytes // dtype.size_bytes
+        block = np.zeros((count, nbytes), dtype=np.uint8)
+        elements = block[:, : n * dtype.size_bytes].view(dtype.numpy)
+        elements[...] = random_values(dtype, count * n, rng).reshape(count, n)
+        strides = (elements.strides[0],) + tuple(st_ * dtype.size_bytes for st_ in (desc.strides or packed_strides(desc.sizes)))
+        raw[f.name] = block
+        views[f.name] = np.lib.stride_tricks.as_strided(elements, shape=(count, *desc.sizes), strides=strides)
     tensor_of = spec.formula.inputs
-    var_of = {t: v for v, t in tensor_of.items()}
 
-    def logical_values() -> dict[str, np.ndarray]:
-        values: dict[str, np.ndarray] = {}
+    def context() -> EvalContext:
+        variables: dict[str, np.ndarray] = {}
         for var, tensor in tensor_of.items():
-            desc = descriptor.tensors.get(tensor)
-            if desc is None:
-                values[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
-            else:
-                raw = read_logical(bytes(buffers[tensor]), desc, catalog.dtype(desc.data_type).numpy)
+            if tensor in views:
                 with np.errstate(invalid="ignore"):
-                    values[var] = raw.astype(np.float64)
-        return values
-
-    def context(values: dict[str, np.ndarray]) -> EvalContext:
-        ctx = EvalContext(variables=dict(values), tensor_types={n: t.data_type for n, t in descriptor.tensors.items() if t},
+                    variables[var] = views[tensor].astype(np.float64)
+            else:
+                variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
+        ctx = EvalContext(variables=variables, tensor_types={n: t.data_type for n, t in descriptor.tensors.items() if t},
                           type_ranges=catalog.type_ranges())
         for name, const in spec.formula.constants.items():
             ctx.variables[name] = np.asarray(const.evaluate(ctx))
@@ -308,16 +315,15 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
     if spec.favour and spec.formula.operands == "value":
         # One context for all favoured expressions (they read the other inputs, which they do not
         # change); each logical element of a favoured tensor gets at most one of them.
-        ctx = context(logical_values())
+        ctx = context()
         for tensor in sorted({f.tensor for f in spec.favour}):
-            desc = descriptor.tensors.get(tensor)
-            if desc is None or tensor in descriptor.aliases.values():
+            if tensor not in views or tensor in descriptor.aliases.values():
                 continue
-            dtype = catalog.dtype(desc.data_type)
-            shape = tuple(desc.sizes)
+            dtype = catalog.dtype(descriptor.tensors[tensor].data_type)  # type: ignore[union-attr]
+            shape = views[tensor].shape
             rules = [f for f in spec.favour if f.tensor == tensor]
             with np.errstate(invalid="ignore"):
-                merged = read_logical(bytes(buffers[tensor]), desc, dtype.numpy).astype(np.float64)
+                merged = views[tensor].astype(np.float64)
             choice = np.where(rng.random(shape) < config.favour_fraction * 2, rng.integers(0, len(rules), shape), -1)
             for index, favour in enumerate(rules):
                 pick = choice == index
@@ -329,26 +335,22 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
             with np.errstate(invalid="ignore", over="ignore"):
                 if not dtype.is_float:
                     merged = np.where(np.isfinite(merged), np.clip(np.rint(merged), dtype.min, dtype.max), 0)
-                write_logical(buffers[tensor], desc, merged.astype(dtype.numpy))
+                views[tensor][...] = merged.astype(dtype.numpy)
 
     if avoid_undefined:
         for rule in spec.unspecified:
             if not rule.undefined_behaviour:
                 continue
-            ctx = context(logical_values())
             for var in sorted(rule.when.names):
                 tensor = tensor_of.get(var)
-                desc = descriptor.tensors.get(tensor) if tensor else None
-                if desc is None:
+                if tensor not in views:
                     continue
-                mask = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), tuple(desc.sizes))
+                mask = np.broadcast_to(np.asarray(rule.when.evaluate(context()), dtype=bool), views[tensor].shape)
                 if mask.any():
-                    dtype = catalog.dtype(desc.data_type)
-                    current = read_logical(bytes(buffers[tensor]), desc, dtype.numpy).copy()
+                    current = views[tensor].copy()
                     current[mask] = 1  # a neutral value: the case stays defined
-                    write_logical(buffers[tensor], desc, current)
-                    ctx = context(logical_values())
-    return {name: bytes(buf) for name, buf in buffers.items()}
+                    views[tensor][...] = current
+    return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]
 
 
 @st.composite
@@ -370,8 +372,9 @@ def valid_case_batches(draw: st.DrawFn, spec: OperatorSpec, level: str, data_typ
     descriptor = draw(valid_descriptors(spec, level, data_type, config))
     seed = draw(_SEED)
     tags = layout_tags(descriptor)
-    return [Case(descriptor, level, make_inputs(spec, descriptor, (seed + i) % 2**32, config),
-                 origin=f"generated:valid:seed={(seed + i) % 2**32}", tags=tags) for i in range(per_descriptor)]
+    batch = make_input_batch(spec, descriptor, seed, per_descriptor, config)
+    return [Case(descriptor, level, inputs, origin=f"generated:valid:seed={seed}:set={i}", tags=tags)
+            for i, inputs in enumerate(batch)]
 
 
 def layout_tags(descriptor: Descriptor) -> list[str]:

@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--operator", action="append", default=None, help="operator(s) to test (default: all)")
     group.addoption("--dtype", action="append", default=None, help="data type(s) of the primary input (default: all in the table)")
     group.addoption("--max-examples", type=int, default=None, help="Hypothesis examples per test (default: the profile's)")
-    group.addoption("--data-per-descriptor", type=int, default=4, help="valid cases (data sets) per drawn descriptor (default: 4)")
+    group.addoption("--data-per-descriptor", type=int, default=8, help="valid cases (data sets) per drawn descriptor (default: 8)")
     group.addoption("--exhaustive", action="store_true", help="add the chunked fp32 sweeps (all 2^32 patterns)")
     group.addoption("--fp32-chunks", default=None, help="with --exhaustive: comma-separated chunk numbers (0-255) instead of all")
     group.addoption("--reports-dir", default=str(ROOT / "reports"), help="where results, case files and the Hypothesis database go")
