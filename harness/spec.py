@@ -309,8 +309,6 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         if raw["name"] in seen_fields:
             raise src.error(("fields", index, "name"), f"duplicate field {raw['name']}")
         seen_fields.add(raw["name"])
-        if raw["role"] == "attribute" and "default" not in raw:
-            pass  # an attribute with no documented default is allowed; generation draws it
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default")))

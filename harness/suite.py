@@ -9,10 +9,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from backends.base import Crashed
-from .cases import output_values
 from .descriptor import Case
 from .diff import FAILURES, DiffResult, judge
 from .expectations import EXPECTED_DIVERGENCE, ExpectationSet
@@ -117,6 +114,3 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
         lines.append(f"replay:    {replay_command(case_file, backend.name)}")
     return Outcome(status, diff, record, case_file, "\n".join(lines))
 
-
-def actual_values(spec: OperatorSpec, case: Case, buffers: dict[str, bytes]) -> dict[str, np.ndarray]:
-    return output_values(spec, case, buffers)

@@ -5,7 +5,7 @@ import pytest
 
 from harness.strategies import candidate_rules, coverage_plan, primary_input, rule_reachable
 from harness.suite import device_level
-from harness.sweeps import FP32_CHUNK, sweeps
+from harness.sweeps import sweeps
 from tests.conftest import SPECS
 
 
@@ -100,4 +100,3 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         continue
                     params.append(_param([(backend, sweep)], f"{sweep.id}-{backend}", _unavailable(config, backend) or skip))
         metafunc.parametrize("sweep_cell", params)
-    assert FP32_CHUNK > 0
