@@ -10,7 +10,7 @@ import numpy as np
 
 from harness import __version__
 from harness.descriptor import Case
-from harness.layout import is_packed, total_bytes, write_logical
+from harness.layout import output_buffer
 from harness.reference import compute_outputs
 from harness.spec import SpecSet, load_specs
 from harness.validator import validate
@@ -47,13 +47,7 @@ class NumpyReferenceBackend:
             desc = case.descriptor.tensors[f.name]
             assert desc is not None
             alias = case.descriptor.aliases.get(f.name)
-            size = total_bytes(desc, catalog.dtype(desc.data_type))
-            if not alias and is_packed(desc) and size == result.nbytes:
-                buffers[f.name] = result.tobytes()  # the common case: one copy
-                continue
-            buffer = bytearray(case.inputs[alias]) if alias else bytearray(size)
-            write_logical(buffer, desc, result)
-            buffers[f.name] = bytes(buffer)
+            buffers[f.name] = output_buffer(result, desc, catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
         return Outputs(buffers)
 
     def close(self) -> None:

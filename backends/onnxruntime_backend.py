@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.descriptor import Case
-from harness.layout import is_packed, read_logical, total_bytes, write_logical
+from harness.layout import output_buffer, read_logical
 from harness.spec import SpecSet, load_specs
 from harness.validator import validate
 
@@ -91,12 +91,7 @@ class OnnxRuntimeBackend:
         out_type = catalog.dtype(out_desc.data_type)
         result = np.asarray(result).astype(out_type.numpy, copy=False).reshape(out_desc.sizes)
         alias = d.aliases.get(spec.formula.output)
-        size = total_bytes(out_desc, out_type)
-        if not alias and is_packed(out_desc) and size == result.nbytes:
-            return Outputs({spec.formula.output: result.tobytes()})
-        buffer = bytearray(case.inputs[alias]) if alias else bytearray(size)
-        write_logical(buffer, out_desc, result)
-        return Outputs({spec.formula.output: bytes(buffer)})
+        return Outputs({spec.formula.output: output_buffer(result, out_desc, out_type, case.inputs[alias] if alias else None)})
 
     # --- models --------------------------------------------------------------------------------
     def _session(self, key: tuple, build) -> Any:

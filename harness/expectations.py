@@ -1,4 +1,5 @@
-"""Per-backend expectation files: known, explained divergences, and which of them went stale."""
+"""Per-backend expectation files: known, explained divergences, each with a probe case that shows
+whether it still reproduces (a probe that no longer diverges makes the expectation stale)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,9 +26,7 @@ class Expectation:
     status: str = "mismatch"                    # the classification it explains
     rule: str | None = None                     # for invalid cases: the rule the case breaks
     reason_contains: str | None = None          # for status expectations: text the backend's reason holds
-    probe: dict | None = None                   # a fixed case that shows the divergence
-    hits: int = 0
-    exercised: int = 0
+    probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
 
 
 @dataclass
@@ -42,9 +41,7 @@ class ExpectationSet:
                 continue
             if item.rule is not None and item.rule != rule:
                 continue
-            item.exercised += 1
             if item.status == status and (item.reason_contains is None or item.reason_contains in reason):
-                item.hits += 1
                 return item
         return None
 
@@ -55,13 +52,11 @@ class ExpectationSet:
                 continue
             if item.input_types is not None and input_type not in item.input_types:
                 continue
-            item.exercised += 1
             if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
                 continue
             ctx = EvalContext(variables=dict(diff.expected.variables))
             mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
             if not (diff.bad_mask & ~mask).any():
-                item.hits += 1
                 return item
         return None
 

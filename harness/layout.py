@@ -83,6 +83,17 @@ def pack_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, fill: int
     return bytes(buffer)
 
 
+def output_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, aliased_input: bytes | None = None) -> bytes:
+    """The whole output buffer (TotalTensorSizeInBytes) holding `values` through the output strides;
+    an in-place output is written over a copy of the aliased input's buffer."""
+    size = total_bytes(desc, dtype)
+    if aliased_input is None and is_packed(desc) and size == values.nbytes:
+        return values.tobytes()  # the common case: one copy
+    buffer = bytearray(aliased_input) if aliased_input is not None else bytearray(size)
+    write_logical(buffer, desc, values)
+    return bytes(buffer)
+
+
 def output_overlaps(desc: TensorDesc, limit: int = 1 << 16) -> bool:
     """True when two distinct logical elements share a memory location.
 

@@ -145,11 +145,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, SPECS)})")
         else:
             tr.write_line(f"skipped: {name}: {config.dml_unavailable.get(name, 'not loaded')}")
-    for name, exp in config.dml_expectations.items():
-        for item in exp.items:
-            if item.exercised and not item.hits:
-                tr.write_line(f"STALE expectation {name}:{item.id}: explained nothing in {item.exercised} case(s) of "
-                              f"{item.operator} {'/'.join(item.data_types)} in this worker; it may be fixed")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,9 @@ from typing import Any
 
 from harness.descriptor import Case
 from harness.directml_dlls import dll_file_version, resolve
+from harness.layout import total_bytes
 from harness.spec import SpecSet, load_specs
+from harness.validator import validate
 
 from ..base import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
 from .process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
@@ -118,7 +120,6 @@ class DirectMLBackend:
             if t.dim_count > 16 or any(s > 0xFFFFFFFF for s in t.sizes):
                 return "more than 16 dimensions or a size beyond UINT32 is not expressible by this runner"
         if case.descriptor.aliases and not self.debug_layer:
-            from harness.validator import validate
             verdict = validate(spec, case.descriptor, case.feature_level)
             if {"in_place.not_allowed", "in_place.layout_mismatch"} & verdict.rule_ids:
                 return "in-place binding rules are checked only by the DirectML debug layer (not enabled)"
@@ -135,7 +136,6 @@ class DirectMLBackend:
             entry: dict[str, Any] = {"present": int(t is not None), "role": role}
             if t is not None:
                 dtype = self.specs.catalog.dtype(t.data_type)
-                from harness.layout import total_bytes
                 entry.update({"data_type": dtype.enum, "flags": t.flags, "dimension_count": t.dim_count, "sizes": list(t.sizes),
                               "strides": list(t.strides) if t.strides is not None else None,
                               "total_bytes": total_bytes(t, dtype), "alignment": t.alignment})
@@ -176,10 +176,9 @@ class DirectMLBackend:
             self.close()  # the next case starts a new runner
             return Crashed(str(exc))
         status = reply.get("status")
-        if status == "ok":
-            present_outputs = [t for t, f in zip(header["tensors"], [x for x in spec.tensor_fields]) if f.role == "output" and t["present"]]
-            names = [f.name for f in spec.tensor_fields if f.role == "output"]
-            return Outputs(dict(zip(names[: len(present_outputs)], outs)))
+        if status == "ok":  # one buffer per present output, in field order
+            names = [f.name for f, t in zip(spec.tensor_fields, header["tensors"]) if f.role == "output" and t["present"]]
+            return Outputs(dict(zip(names, outs)))
         if status == "rejected":
             return Rejected(f"{reply.get('stage')} returned {reply.get('hr')} (E_INVALIDARG is 0x80070057)")
         if status == "accepted_not_run":
