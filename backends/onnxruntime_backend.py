@@ -106,6 +106,9 @@ class OnnxRuntimeBackend:
         try:
             options = ort.SessionOptions()
             options.log_severity_level = 3
+            # ORT's worker threads otherwise spin after each run, taking the cores the harness
+            # needs for the reference and the diff (and other pytest-xdist workers need).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(model.SerializeToString(), options, providers=[self.provider])
         except Exception as exc:  # noqa: BLE001 - e.g. NOT_IMPLEMENTED for a type
             message = f"onnxruntime cannot build this model: {str(exc).splitlines()[0][:300]}"

@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .allocator import keep_freed_memory
 from .spec import DEFAULT_SPECS_DIR, SpecSet, lint_specs, load_specs, operator_files
 from .spec_show import render_spec
 from .yamlsource import SpecError
@@ -248,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_freed_memory()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.func is not cmd_run:

@@ -8,11 +8,12 @@ stored whole (padding included) in base64, next to a readable preview of the log
 from __future__ import annotations
 
 import base64
-import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import xxhash
 import yaml
 
 CASE_FORMAT_VERSION = 1
@@ -85,8 +86,9 @@ class Descriptor:
                    aliases=dict(raw.get("aliases") or {}))
 
     def key(self) -> str:
-        """A stable text key of the descriptor (for caches and case ids)."""
-        return yaml.safe_dump(self.to_dict(), sort_keys=True, default_flow_style=True, width=10_000)
+        """A stable text key of the descriptor (for caches and case ids). JSON, not YAML: the key
+        is made for every case, and the YAML emitter took about 1 ms of a small case's 2."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -114,12 +116,25 @@ class Case:
 
     @property
     def case_id(self) -> str:
-        digest = hashlib.sha256(self.descriptor.key().encode())
+        """A digest of the descriptor, the inputs and the level: names case files and records.
+
+        XXH3-128, not SHA-256: an identity, not a security measure, and 30 times faster (0.07 ms
+        against 2.3 ms for 4 MiB of inputs, which was most of a 2^20-element case's overhead).
+        Remembered, because several places ask; replacing the descriptor, the inputs dict or the
+        level computes it again.
+        """
+        identity = (id(self.descriptor), id(self.inputs), self.feature_level)
+        remembered = self.__dict__.get("_case_id")
+        if remembered is not None and remembered[0] == identity:
+            return remembered[1]
+        digest = xxhash.xxh3_128(self.descriptor.key().encode())
         for name in sorted(self.inputs):
             digest.update(name.encode())
             digest.update(self.inputs[name])
         digest.update(self.feature_level.encode())
-        return digest.hexdigest()[:16]
+        value = digest.hexdigest()[:16]
+        self.__dict__["_case_id"] = (identity, value)
+        return value
 
     def to_dict(self, previews: dict[str, list] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {

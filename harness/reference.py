@@ -8,6 +8,11 @@ ties, the absolute slack of the comparison, and the result with fp32 denormals f
 """
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -26,7 +31,8 @@ class Expected:
 
     The outputs are computed at once; the unspecified masks, tie masks, absolute slack and the
     fp32-denormal-flushed alternative are computed only when a backend's output differs from the
-    reference bit for bit (the common passing case never pays for them).
+    reference bit for bit (the common passing case never pays for them), and then only for the
+    elements that differ (`flat_index`).
     """
 
     def __init__(self, spec: OperatorSpec, case: Case, outputs: dict[str, np.ndarray],
@@ -46,37 +52,69 @@ class Expected:
         assert desc is not None
         return desc.data_type
 
-    def unspecified(self, name: str) -> np.ndarray:
-        if "unspecified" not in self._cache.setdefault(name, {}):
-            shape, out_type = self._shape(name), self._out_type(name)
-            mask = np.zeros(shape, dtype=bool)
-            reasons: list[str] = []
-            for rule in self.spec.unspecified:
-                if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
-                    continue
-                hit = np.broadcast_to(np.asarray(rule.when.evaluate(self._ctx), dtype=bool), shape)
-                if hit.any():
-                    reasons.append(rule.id)
-                    mask = mask | hit
-            self._cache[name]["unspecified"] = mask
-            self.unspecified_reasons[name] = reasons
-        return self._cache[name]["unspecified"]
+    def _subset_context(self, name: str, flat_index: np.ndarray | None) -> EvalContext:
+        """The evaluation context restricted to the elements at `flat_index` (all when None).
 
-    def _comparison_array(self, name: str, which: str, dtype) -> np.ndarray | None:
-        """The comparison's `ties` or `atol` expression over the output's elements (cached)."""
+        Every formula is elementwise, so a comparison expression evaluated on the gathered
+        operands gives the same values as evaluating it everywhere and then indexing; the diff
+        asks only about the elements that differ bit for bit, usually few of 2^20.
+        """
+        if flat_index is None:
+            return self._ctx
+        shape = self._shape(name)
+        coords = np.unravel_index(flat_index, shape)
+        gathered = {}
+        for var, value in self._ctx.variables.items():
+            arr = np.asarray(value)
+            gathered[var] = np.broadcast_to(arr, shape)[coords] if arr.ndim else value
+        return replace(self._ctx, variables=gathered)
+
+    def _mask(self, name: str, formula, dtype, flat_index: np.ndarray | None) -> np.ndarray:
+        length = self._shape(name) if flat_index is None else flat_index.shape
+        return np.broadcast_to(np.asarray(formula.evaluate(self._subset_context(name, flat_index)), dtype=dtype), length)
+
+    def unspecified(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray:
+        """Where the docs leave the result open: over the logical shape, or over `flat_index`."""
+        out_type = self._out_type(name)
+        length = self._shape(name) if flat_index is None else flat_index.shape
+        mask = np.zeros(length, dtype=bool)
+        reasons: list[str] = []
+        for rule in self.spec.unspecified:
+            if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
+                continue
+            hit = self._mask(name, rule.when, bool, flat_index)
+            if hit.any():
+                reasons.append(rule.id)
+                mask = mask | hit
+        self.unspecified_reasons[name] = reasons
+        return mask
+
+    def _comparison_array(self, name: str, which: str, dtype, flat_index: np.ndarray | None) -> np.ndarray | None:
+        """The comparison's `ties` or `atol` expression over the output's elements (or a subset)."""
         formula = getattr(self.spec.comparison_for(self._out_type(name)), which)
         if formula is None:
             return None
-        cache = self._cache.setdefault(name, {})
-        if which not in cache:
-            cache[which] = np.broadcast_to(np.asarray(formula.evaluate(self._ctx), dtype=dtype), self._shape(name))
-        return cache[which]
+        return self._mask(name, formula, dtype, flat_index)
 
-    def ties(self, name: str) -> np.ndarray | None:
-        return self._comparison_array(name, "ties", bool)
+    def ties(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return self._comparison_array(name, "ties", bool, flat_index)
 
-    def atol(self, name: str) -> np.ndarray | None:
-        return self._comparison_array(name, "atol", np.float64)
+    def atol(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return self._comparison_array(name, "atol", np.float64, flat_index)
+
+    def flush_matters(self, name: str, flat_index: np.ndarray) -> bool:
+        """Whether flushing fp32 denormals could change any of these elements: only if one of
+        their FLOAT32 inputs, or their FLOAT32 reference output, is a denormal."""
+        ctx = self._subset_context(name, flat_index)
+        arrays = [ctx.variables[var] for var, tensor in self.spec.formula.inputs.items()
+                  if (desc := self.case.descriptor.tensors.get(tensor)) is not None and desc.data_type == "FLOAT32"]
+        if self._out_type(name) == "FLOAT32":
+            arrays.append(self.outputs[name].reshape(-1)[flat_index])
+        for values in arrays:
+            values = np.asarray(values)
+            if values.dtype.kind == "f" and ((np.abs(values) < F32_TINY) & (values != 0)).any():
+                return True
+        return False
 
     def flushed(self, name: str) -> np.ndarray | None:
         """The result with fp32 denormal inputs (and outputs) flushed, where the spec accepts that."""
@@ -188,7 +226,12 @@ def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str
     out_type = catalog.dtype(out_desc.data_type)
     variables = bind_inputs(spec, descriptor, inputs, flush=flush)
     ctx = _context(spec, descriptor, variables)
-    raw = np.asarray(spec.formula.expression.evaluate(ctx))
+    formula_ctx = ctx
+    if spec.formula.expression.exact_in_any_precision and not flush:
+        # operands are native (bind_inputs): selected literals may take the output's own type
+        literal = out_type.bits_numpy if spec.formula.operands == "raw_bits" else out_type.numpy
+        formula_ctx = replace(ctx, literal_dtype=literal)
+    raw = np.asarray(spec.formula.expression.evaluate(formula_ctx))
     shape = tuple(out_desc.sizes)
 
     if raw.shape != shape:
@@ -227,7 +270,54 @@ def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarra
         result[index] = _round_fraction(Fraction(exact), out)
 
 
-def expected_for(spec: OperatorSpec, case: Case) -> Expected:
-    """Reference outputs, with the masks and slack of the comparison available on demand."""
+def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
     return Expected(spec, case, {spec.formula.output: result}, variables, ctx)
+
+
+class ReferenceMemo:
+    """The reference results of the last few cases, so each case's reference is computed once.
+
+    Several parties ask for the same case's reference: the diff of every backend that runs it, the
+    NumPy backend (which is the reference), and the prefetch thread that starts it while a backend
+    runs (`harness.prefetch`). An entry is a Future, so a second asker waits for the first one's
+    computation instead of repeating it. Keys are object identities checked through a weak
+    reference; cases are treated as immutable once built (replacing a case's descriptor or inputs
+    makes a new key).
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple, tuple[weakref.ref, Future]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, spec: OperatorSpec, case: Case) -> Expected:
+        key = (id(spec), id(case), id(case.descriptor), id(case.inputs), case.feature_level)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is case:
+                self._entries.move_to_end(key)
+                future, owner = entry[1], False
+            else:
+                future, owner = Future(), True
+                self._entries[key] = (weakref.ref(case), future)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        if owner:
+            try:
+                future.set_result(_compute_expected(spec, case))
+            except BaseException as exc:
+                future.set_exception(exc)
+                with self._lock:
+                    if self._entries.get(key, (None, None))[1] is future:
+                        del self._entries[key]
+        return future.result()
+
+
+_MEMO = ReferenceMemo()
+
+
+def expected_for(spec: OperatorSpec, case: Case) -> Expected:
+    """Reference outputs, with the masks and slack of the comparison available on demand
+    (computed once per case, see ReferenceMemo)."""
+    return _MEMO.get(spec, case)

@@ -13,6 +13,7 @@ from backends.base import Crashed
 from .descriptor import Case
 from .diff import FAILURES, DiffResult, judge
 from .expectations import EXPECTED_DIVERGENCE, ExpectationSet
+from .prefetch import start_reference
 from .results import CaseRecord, ResultWriter
 from .spec import OperatorSpec
 from .strategies import primary_input
@@ -75,11 +76,12 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
              expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
              cases_dir: Path | None = None, test_id: str = "") -> Outcome:
     """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
+    level = judging_level(backend, case)
+    start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
     try:
         result = backend.run(case)
     except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
         result = Crashed(f"{type(exc).__name__}: {exc}")
-    level = judging_level(backend, case)
     diff = judge(spec, case, result, backend.capabilities().validates_descriptors, level)
     status = diff.status
     expectation = None

@@ -5,12 +5,12 @@ Options: --backend (repeatable), --feature-level (repeatable), --operator, --dty
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from harness.allocator import keep_freed_memory
 from harness.expectations import load_expectations
 from harness.profiles import register_profiles
 from harness.registry import DEFAULT_BACKENDS, backend_entry_points, load_backend
@@ -69,12 +69,15 @@ def _check_choices(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
     reports = Path(config.getoption("reports_dir"))
     register_profiles(reports)
     if not config.getoption("hypothesis_profile", default=None):
         settings.load_profile("ci")
     _check_choices(config)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    # the xdist worker id from the config, not the environment: a pytest run started inside an
+    # xdist worker (the harness's own report tests) inherits PYTEST_XDIST_WORKER but is no worker
+    worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
     config.dml_backends = {}
     config.dml_unavailable = {}
     names = config.getoption("backend") or DEFAULT_BACKENDS
@@ -104,7 +107,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """environment.properties and categories.json for the Allure report (controller or single process)."""
     config = session.config
     alluredir = config.getoption("allure_report_dir", default=None)
-    if not alluredir or os.environ.get("PYTEST_XDIST_WORKER"):
+    if not alluredir or hasattr(config, "workerinput"):
         return
     from harness.allure_report import write_run_files
     env = {"specs": str(SPECS.directory)}

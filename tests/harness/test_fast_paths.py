@@ -1,0 +1,197 @@
+"""The fast paths of the harness give the same answers as the plain ones.
+
+Branch-free selection, literals typed like the output, comparison rules evaluated on the
+differing elements only, the per-case reference memo, the prefetch thread and the remembered
+case id exist for speed (benchmarks/bench_pipeline.py, section 3); each is checked here against
+the straightforward computation it replaces.
+"""
+from __future__ import annotations
+
+import platform
+import sys
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import harness.reference as reference
+from backends.base import Outputs
+from harness.allocator import keep_freed_memory
+from harness.cases import case_from_arrays
+from harness.descriptor import Case, TensorDesc
+from harness.diff import judge
+from harness.expr import EvalContext, _select, parse_formula
+from harness.layout import pack_buffer
+from harness.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
+from harness.reference import expected_for
+from tests.helpers import SPECS
+
+N = 5000  # above the size where the branch-free selection is used
+
+TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64"]
+
+
+def _special_values(dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    width = dtype.itemsize * 8
+    patterns = rng.integers(0, 2**63, N, dtype=np.uint64) % (1 << width) if width < 64 else rng.integers(0, 2**63, N, dtype=np.uint64) * 2 + 1
+    values = patterns.astype(f"uint{width}").view(dtype)
+    if dtype.kind == "f":  # NaN payloads, both zeros and infinities among random bit patterns
+        values[:6] = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan], dtype=dtype)
+    return values
+
+
+@pytest.mark.parametrize("type_name", TYPES)
+def test_branch_free_select_matches_numpy_where_bit_for_bit(type_name):
+    dtype = np.dtype(type_name)
+    rng = np.random.default_rng(7)
+    a, b = _special_values(dtype, rng), _special_values(dtype, rng)
+    condition = rng.integers(0, 2, N).astype(bool)
+    width = f"uint{dtype.itemsize * 8}"
+    for x, y in [(a, b), (a, dtype.type(1)), (dtype.type(0), b), (dtype.type(1), dtype.type(0))]:
+        got, want = _select(condition, x, y), np.where(condition, x, y)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got.view(width), want.view(width))
+
+
+def test_select_falls_back_to_where_when_types_differ_or_condition_broadcasts():
+    condition = np.array([True, False] * N)
+    assert _select(condition, 1, np.zeros(2 * N, np.int8)).tolist() == np.where(condition, 1, np.zeros(2 * N, np.int8)).tolist()
+    narrow = np.array([True])  # broadcasts against the values: np.where does it
+    assert _select(narrow, np.arange(2 * N), np.zeros(2 * N, np.int64)).tolist() == list(range(2 * N))
+
+
+def test_selected_literals_take_the_output_type_only_when_exact():
+    formula = parse_formula("where(x < 0, -1, where(x > 0, 1, 0))")
+    x32 = np.arange(-N, N, dtype=np.int32)
+    narrowed = formula.evaluate(EvalContext(variables={"x": x32}, literal_dtype=np.int32))
+    plain = formula.evaluate(EvalContext(variables={"x": x32}))
+    assert narrowed.dtype == np.int32 and plain.dtype == np.int64  # the point: no int64 temporaries
+    assert np.array_equal(narrowed, plain)
+    x8 = np.arange(0, 256, dtype=np.uint8).repeat(40)  # -1 does not fit UINT8: left as a Python int
+    assert np.array_equal(formula.evaluate(EvalContext(variables={"x": x8}, literal_dtype=np.uint8)),
+                          formula.evaluate(EvalContext(variables={"x": x8})))
+
+
+def _quantize_case(n: int = 64) -> tuple:
+    spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+    rng = np.random.default_rng(3)
+    x = (rng.integers(-300, 300, (2, n)) + 0.5).astype(np.float32) * np.float32(0.25)
+    scale = np.array([[0.25], [0.5]], np.float32)  # per row: broadcast in the comparison expressions
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "ScaleTensor": "FLOAT32", "OutputTensor": "INT8"},
+                            {"InputTensor": x, "ScaleTensor": np.broadcast_to(scale, x.shape)}, sizes=[2, n])
+    return spec, case
+
+
+def test_comparison_expressions_on_a_subset_equal_the_full_ones_indexed():
+    spec, case = _quantize_case()
+    expected = expected_for(spec, case)
+    index = np.array([0, 5, 63, 64, 100, 127])
+    assert np.array_equal(expected.ties("OutputTensor", index), expected.ties("OutputTensor").reshape(-1)[index])
+    assert np.array_equal(expected.unspecified("OutputTensor", index), expected.unspecified("OutputTensor").reshape(-1)[index])
+    hs = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    values = np.linspace(-8, 8, 999, dtype=np.float32)
+    hs_case = case_from_arrays(hs, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}, {"InputTensor": values})
+    hs_expected = expected_for(hs, hs_case)
+    picks = np.array([1, 400, 998])
+    assert np.array_equal(hs_expected.atol("OutputTensor", picks), hs_expected.atol("OutputTensor").reshape(-1)[picks])
+
+
+@pytest.mark.parametrize("sizes", [[1], [1, 1], [2, 1, 3]])
+def test_one_ulp_off_output_passes_whatever_the_shape(sizes):
+    """The atol expression, gathered on the differing elements, keeps their shape (a [1, 1]
+    input once broadcast to two dimensions there)."""
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    values = np.full(sizes, 0.3, np.float32)
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}, {"InputTensor": values}, sizes=sizes)
+    want = expected_for(spec, case).outputs["OutputTensor"]
+    off = np.nextafter(want, np.float32(np.inf))
+    buffers = {"OutputTensor": pack_buffer(off, case.descriptor.tensors["OutputTensor"], SPECS.catalog.dtype("FLOAT32"))}
+    diff = judge(spec, case, Outputs(buffers), True)
+    assert diff.status == "pass" and diff.ulp_errors.tolist() == [1] * values.size
+
+
+def test_tie_rounded_the_other_way_is_still_found_among_many_equal_elements():
+    spec, case = _quantize_case(4096)
+    expected = expected_for(spec, case).outputs["OutputTensor"].copy()
+    ties = expected_for(spec, case).ties("OutputTensor")
+    where = tuple(int(i) for i in np.argwhere(ties)[0])
+    original = int(expected[where])
+    expected[where] = original + 1 if original < 127 else original - 1
+    buffers = {"OutputTensor": pack_buffer(expected, case.descriptor.tensors["OutputTensor"], SPECS.catalog.dtype("INT8"))}
+    diff = judge(spec, case, Outputs(buffers), True)
+    assert diff.status == "diverges-on-unspecified" and diff.tie_count == 1 and diff.first[0].index == where
+    expected[where] = original + 3 if original < 100 else original - 3  # no tie: a mismatch there only
+    buffers = {"OutputTensor": pack_buffer(expected, case.descriptor.tensors["OutputTensor"], SPECS.catalog.dtype("INT8"))}
+    diff = judge(spec, case, Outputs(buffers), True)
+    assert diff.status == "mismatch" and diff.mismatch_count == 1 and diff.bad_mask.sum() == 1 and diff.bad_mask[where]
+
+
+def test_reference_is_computed_once_per_case_and_again_for_a_new_one(monkeypatch):
+    calls = []
+    real = reference._compute_expected
+    monkeypatch.setattr(reference, "_compute_expected", lambda spec, case: calls.append(case) or real(spec, case))
+    spec, case = _quantize_case()
+    first = expected_for(spec, case)
+    assert expected_for(spec, case) is first and len(calls) == 1
+    copy = Case(case.descriptor, case.feature_level, dict(case.inputs))
+    assert expected_for(spec, copy) is not first and len(calls) == 2
+    case.descriptor = case.descriptor.with_tensor("ZeroPointTensor", TensorDesc("INT8", [2, 64]))
+    case.inputs = {**case.inputs, "ZeroPointTensor": bytes(128)}
+    assert expected_for(spec, case) is not first and len(calls) == 3
+
+
+def test_concurrent_askers_share_one_computation(monkeypatch):
+    calls = []
+    gate = threading.Event()
+    real = reference._compute_expected
+
+    def slow(spec, case):
+        calls.append(case)
+        gate.wait(5)
+        return real(spec, case)
+    monkeypatch.setattr(reference, "_compute_expected", slow)
+    spec, case = _quantize_case()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(expected_for(spec, case))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert len(calls) == 1 and len(results) == 4 and all(r is results[0] for r in results)
+
+
+def test_prefetch_only_for_large_valid_cases(monkeypatch):
+    calls = []
+    real = reference._compute_expected
+    monkeypatch.setattr(reference, "_compute_expected", lambda spec, case: calls.append(case) or real(spec, case))
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    small = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}, {"InputTensor": np.ones(16, np.float32)})
+    assert start_reference(spec, small, "6.4") is None
+    big_values = np.linspace(-1, 1, PREFETCH_MIN_ELEMENTS, dtype=np.float32)
+    big = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}, {"InputTensor": big_values})
+    invalid = replace(big, descriptor=big.descriptor.with_tensor("OutputTensor", TensorDesc("INT8", [PREFETCH_MIN_ELEMENTS])))
+    assert start_reference(spec, invalid, "6.4") is None
+    future = start_reference(spec, big, "6.4")
+    assert future is not None
+    future.result(30)
+    assert len(calls) == 1
+    assert np.array_equal(expected_for(spec, big).outputs["OutputTensor"], np.sign(big_values)) and len(calls) == 1
+
+
+def test_case_id_is_remembered_and_follows_replacements():
+    spec, case = _quantize_case()
+    first = case.case_id
+    assert case.case_id == first
+    case.feature_level = "6.2"
+    assert case.case_id != first
+    case.feature_level = "6.4"
+    assert case.case_id == first
+
+
+def test_allocator_tuning_takes_effect_on_glibc_and_is_idempotent():
+    took = keep_freed_memory()
+    assert keep_freed_memory() == took
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert took
