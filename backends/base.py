@@ -51,6 +51,7 @@ class Capabilities:
     strides: bool = True
     in_place: bool = True
     validates_descriptors: bool = False          # True: rejects invalid descriptors like DirectML
+    is_reference: bool = False                   # True: its run computes the harness's reference itself
     notes: list[str] = field(default_factory=list)
 
 

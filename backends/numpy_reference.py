@@ -31,7 +31,7 @@ class NumpyReferenceBackend:
         return True, ""
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(validates_descriptors=True, notes=["the reference: spec formulas and the spec validator"])
+        return Capabilities(validates_descriptors=True, is_reference=True, notes=["the reference: spec formulas and the spec validator"])
 
     def run(self, case: Case) -> RunResult:
         spec = self.specs.operators.get(case.operator)

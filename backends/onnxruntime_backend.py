@@ -125,7 +125,9 @@ class OnnxRuntimeBackend:
         if op == "ELEMENT_WISE_SIGN":
             return self._unary("Sign", x, d.tensors["InputTensor"].data_type, shape)
         if op == "ACTIVATION_HARD_SIGMOID":
-            attrs = {"alpha": float(np.float32(d.attributes.get("Alpha", 0.2))), "beta": float(np.float32(d.attributes.get("Beta", 0.5)))}
+            spec = self.specs.operator(op)  # an absent attribute takes the spec's default
+            attrs = {onnx: float(np.float32(d.attributes.get(field, spec.field(field).default)))
+                     for onnx, field in (("alpha", "Alpha"), ("beta", "Beta"))}
             return self._unary("HardSigmoid", x, d.tensors["InputTensor"].data_type, shape, attrs)
         if op == "ELEMENT_WISE_BIT_NOT":
             t = d.tensors["InputTensor"].data_type

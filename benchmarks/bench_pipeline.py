@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common import fresh  # noqa: E402
 from harness.allocator import keep_freed_memory  # noqa: E402
 from harness.cases import case_from_arrays  # noqa: E402
-from harness.descriptor import Case  # noqa: E402
 from harness.suite import run_case  # noqa: E402
 from harness.registry import load_backend  # noqa: E402
 from harness.spec import load_specs  # noqa: E402
@@ -87,11 +87,6 @@ def main() -> None:
     print("3. harness overhead on 2^20 elements: 1 - (backend call alone) / (whole run_case), medians of")
     print(f"   {args.repeats} runs, each on a fresh Case (no reference result carried over between runs)")
     overhead_table(args.repeats)
-
-
-def fresh(case: Case) -> Case:
-    """The same case as a new object: nothing memoised on or for the old one applies."""
-    return Case(case.descriptor, case.feature_level, dict(case.inputs), case.expect_valid, case.broken_rule, case.origin)
 
 
 def overhead_table(repeats: int) -> None:

@@ -16,6 +16,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backends.numpy_reference import NumpyReferenceBackend  # noqa: E402
+from common import fresh  # noqa: E402
+from harness.allocator import keep_freed_memory  # noqa: E402
 from harness.cases import case_from_arrays  # noqa: E402
 from harness.spec import load_specs  # noqa: E402
 
@@ -73,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-log2", type=int, default=24)
     args = parser.parse_args()
+    keep_freed_memory()  # as the CLI and the suite do
     sizes = [1, 2**16, 2**args.max_log2]
     print(f"{'operator':30} {'family':16} {'elements':>10} {'elem/s':>12} {'vs hand NumPy':>14}")
     for op, family, types, hand in CONFIGS:
@@ -81,7 +84,7 @@ def main() -> None:
             values = values_for(types, n)
             case = case_from_arrays(spec, "6.4", types, values, sizes=[n])
             repeat = 20 if n <= 2**16 else 3
-            t_ref = best_of(lambda: REF.run(case), repeat)
+            t_ref = best_of(lambda: REF.run(fresh(case)), repeat)  # fresh: no memoised reference
             ratio = ""
             if n == sizes[-1]:
                 t_hand = best_of(lambda: hand(values).tobytes(), repeat)  # both produce the output buffer

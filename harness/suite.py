@@ -77,12 +77,14 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
              cases_dir: Path | None = None, test_id: str = "") -> Outcome:
     """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
     level = judging_level(backend, case)
-    start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
+    capabilities = backend.capabilities()
+    if not capabilities.is_reference:  # the reference backend computes it in its own call
+        start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
     try:
         result = backend.run(case)
     except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
         result = Crashed(f"{type(exc).__name__}: {exc}")
-    diff = judge(spec, case, result, backend.capabilities().validates_descriptors, level)
+    diff = judge(spec, case, result, capabilities.validates_descriptors, level)
     status = diff.status
     expectation = None
     data_type = case_data_type(spec, case)

@@ -225,3 +225,28 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
         assert np.array_equal(first, second, equal_nan=first.dtype.kind == "f"), formula.text
         for name, before in snapshot.items():
             assert np.array_equal(np.asarray(variables[name]), before, equal_nan=True), (formula.text, name)
+
+
+def test_run_case_prefetches_for_other_backends_only(monkeypatch):
+    """The reference backend computes the reference in its own call: a prefetch thread would only
+    add a hand-off. Any other backend gets the reference started before its call."""
+    import harness.suite as suite
+    from backends.base import Capabilities
+    from tests.helpers import REFERENCE
+
+    started = []
+    monkeypatch.setattr(suite, "start_reference", lambda spec, case, level: started.append(case))
+
+    class Mirror:  # a backend that answers what the reference answers, but is not the reference
+        name = "mirror"
+
+        def capabilities(self) -> Capabilities:
+            return Capabilities(validates_descriptors=True)
+
+        def run(self, case):
+            return REFERENCE.run(case)
+
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}, {"InputTensor": np.ones(8, np.float32)})
+    assert suite.run_case(REFERENCE, spec, case, "valid").status == "pass" and started == []
+    assert suite.run_case(Mirror(), spec, case, "valid").status == "pass" and started == [case]
