@@ -286,7 +286,7 @@ class ReferenceMemo:
     makes a new key).
     """
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = 2) -> None:  # small: an fp32 sweep chunk's Expected is ~300 MB
         self._size = size
         self._entries: OrderedDict[tuple, tuple[weakref.ref, Future]] = OrderedDict()
         self._lock = threading.Lock()
