@@ -5,7 +5,8 @@ they do not depend on the backend's answer. NumPy's ufuncs and hashlib release t
 DirectML runner is another process, so doing this work in a thread during `backend.run` takes it
 off the critical path: afterwards the diff finds the reference ready (see ReferenceMemo).
 Small cases are not worth a thread hand-off and are left to the diff, as are invalid ones (they
-have no reference).
+have no reference). One prefetch is in flight at most, so a backend that answers `unsupported`
+at once cannot make reference work pile up.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .validator import validate
 PREFETCH_MIN_ELEMENTS = 1 << 16
 
 _executor: ThreadPoolExecutor | None = None
+_pending: Future | None = None
 
 
 def _warm(spec: OperatorSpec, case: Case) -> None:
@@ -30,12 +32,15 @@ def _warm(spec: OperatorSpec, case: Case) -> None:
 def start_reference(spec: OperatorSpec, case: Case, level: str) -> Future | None:
     """Begin computing the reference of `case` in the background when it is large and valid at
     `level`; None when it is left to the diff. Errors surface when the diff asks for it."""
-    global _executor
+    global _executor, _pending
     out = case.descriptor.tensors.get(spec.formula.output)
     if out is None or element_count(out) < PREFETCH_MIN_ELEMENTS:
         return None
     if not validate(spec, case.descriptor, level).accepted:
         return None
+    if _pending is not None and not _pending.done():
+        return None  # one in flight at most: cases the diff never needed must not queue up
     if _executor is None:
         _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dmlconform-reference")
-    return _executor.submit(_warm, spec, case)
+    _pending = _executor.submit(_warm, spec, case)
+    return _pending

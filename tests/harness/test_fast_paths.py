@@ -139,7 +139,7 @@ def test_reference_is_computed_once_per_case_and_again_for_a_new_one(monkeypatch
     spec, case = _quantize_case()
     first = expected_for(spec, case)
     assert expected_for(spec, case) is first and len(calls) == 1
-    copy = Case(case.descriptor, case.feature_level, dict(case.inputs))
+    copy = fresh_copy(case)
     assert expected_for(spec, copy) is not first and len(calls) == 2
     case.descriptor = case.descriptor.with_tensor("ZeroPointTensor", TensorDesc("INT8", [2, 64]))
     case.inputs = {**case.inputs, "ZeroPointTensor": bytes(128)}
@@ -167,6 +167,20 @@ def test_concurrent_askers_share_one_computation(monkeypatch):
     assert len(calls) == 1 and len(results) == 4 and all(r is results[0] for r in results)
 
 
+def fresh_copy(case: Case) -> Case:
+    return Case(case.descriptor, case.feature_level, dict(case.inputs))
+
+
+def _blocking_prefetch(monkeypatch, gate: threading.Event):
+    """Start a prefetch whose work waits for `gate`."""
+    import harness.prefetch as prefetch
+    monkeypatch.setattr(prefetch, "_warm", lambda spec, case: gate.wait(30))
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    values = np.zeros(PREFETCH_MIN_ELEMENTS, np.float32)
+    return start_reference(spec, case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
+                                                  {"InputTensor": values}), "6.4")
+
+
 def test_prefetch_only_for_large_valid_cases(monkeypatch):
     calls = []
     real = reference._compute_expected
@@ -182,6 +196,11 @@ def test_prefetch_only_for_large_valid_cases(monkeypatch):
     assert future is not None
     future.result(30)
     assert len(calls) == 1
+    gate = threading.Event()
+    blocker = _blocking_prefetch(monkeypatch, gate)
+    assert blocker is not None and start_reference(spec, fresh_copy(big), "6.4") is None  # one in flight at most
+    gate.set()
+    blocker.result(30)
     assert np.array_equal(expected_for(spec, big).outputs["OutputTensor"], np.sign(big_values)) and len(calls) == 1
 
 
