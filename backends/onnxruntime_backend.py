@@ -156,8 +156,10 @@ class OnnxRuntimeBackend:
     def _quantize(self, d, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
         x, scale = inputs["InputTensor"], inputs["ScaleTensor"]
         zp = inputs.get("ZeroPointTensor")
-        if zp is None:  # the spec: an absent zero point means 0
-            zp = np.zeros(x.shape, dtype=self.specs.catalog.dtype(out_type).numpy)
+        if zp is None:  # an absent zero point takes the value the spec states for it
+            formula = self.specs.operator("ELEMENT_WISE_QUANTIZE_LINEAR").formula
+            variable = next(v for v, tensor in formula.inputs.items() if tensor == "ZeroPointTensor")
+            zp = np.full(x.shape, formula.absent_inputs[variable], dtype=self.specs.catalog.dtype(out_type).numpy)
         in_type = d.tensors["InputTensor"].data_type
         scale_type = d.tensors["ScaleTensor"].data_type
         shape = tuple(x.shape)

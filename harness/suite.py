@@ -13,6 +13,7 @@ from backends.base import Crashed
 from .descriptor import Case
 from .diff import FAILURES, DiffResult, judge
 from .expectations import EXPECTED_DIVERGENCE, ExpectationSet
+from .layout import read_logical
 from .prefetch import start_reference
 from .results import CaseRecord, ResultWriter
 from .spec import OperatorSpec
@@ -64,7 +65,6 @@ def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]
         if not dtype.has_numpy:
             continue
         try:
-            from .layout import read_logical
             values = read_logical(case.inputs[f.name], desc, dtype.numpy).ravel()[:limit]
         except Exception:  # noqa: BLE001 - malformed invalid case: no preview
             continue
