@@ -5,10 +5,16 @@ node types is allowed: numbers, names bound by the spec, + - * /, comparisons, &
 `or`, `not`, and calls of the functions in FUNCTIONS. Attribute access, subscripts, lambdas,
 comprehensions, strings outside `is_type`, and any unknown name are refused when the spec is
 loaded, with a message saying what was found. Evaluation walks the tree with NumPy, elementwise.
+
+Formulas are bounded so that no text can end in a RecursionError: at most MAX_FORMULA_CHARS
+characters and MAX_FORMULA_DEPTH levels (checked on the text before parsing, then on the tree),
+integer literals below 2^64. `check_kinds` checks each function against the kinds of value its
+argument can hold (integer-only, float-only or any), given the spec's support tables.
 """
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -159,19 +165,91 @@ class Formula:
             return _eval(self.tree.body, ctx)
 
 
+# Bounds on a formula, checked before and while parsing: Python's parser, `_check` and the
+# evaluator all recurse once per level of the syntax tree, so an unbounded formula (`x+x+...+x`,
+# `------x`, `-(-(-(x)))`) would otherwise end in a RecursionError instead of a clear message.
+MAX_FORMULA_CHARS = 1000   # the longest spec formula is under 100 characters
+MAX_FORMULA_DEPTH = 50     # levels of the syntax tree; the deepest spec formula has 6
+MAX_INT_DIGITS = 20        # an integer literal: |value| < 2^64, which has 20 decimal digits
+_INT_LIMIT = 2 ** 64
+_PREFIX_OPERATORS = {"-", "+", "~", "not"}
+_OPENING, _CLOSING = "([{", ")]}"
+
+
+def _nesting_estimate(text: str) -> int:
+    """A cheap, non-recursive estimate of how deep `text` nests: the deepest bracket level, or the
+    longest run of prefix operators (`------x`, `-(-(-(x`), whichever is larger.
+
+    Why before parsing: it refuses pathological text without handing it to Python's parser,
+    whose own recursion (and memory) grows with the nesting.
+    """
+    depth = deepest = run = longest = 0
+    for token in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\S", text):
+        if token in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in _CLOSING:
+            depth -= 1
+            run = 0
+        elif token in _PREFIX_OPERATORS:
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    return max(deepest, longest)
+
+
+_SKIPPED_NODES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _tree_depth(tree: ast.AST) -> int:
+    """The syntax tree's depth in expression levels, measured without recursion."""
+    deepest = 0
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _SKIPPED_NODES):
+                stack.append((child, depth + 1))
+    return deepest
+
+
+def _parse_bounded(text: str) -> ast.Expression:
+    """`ast.parse` of a formula whose length and nesting are within the limits; never a RecursionError."""
+    if len(text) > MAX_FORMULA_CHARS:
+        raise FormulaError(f"formula longer than {MAX_FORMULA_CHARS} characters ({len(text)})")
+    nesting = _nesting_estimate(text)
+    if nesting > MAX_FORMULA_DEPTH:
+        raise FormulaError(f"formula nests {nesting} levels deep (brackets or prefix operators); "
+                           f"at most {MAX_FORMULA_DEPTH} are allowed")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        where = f" at column {exc.offset}" if exc.offset else ""
+        raise FormulaError(f"not a valid expression: {exc.msg}{where}") from None
+    except ValueError as exc:  # e.g. a NUL character
+        raise FormulaError(f"not a valid expression: {exc}") from None
+    except (RecursionError, MemoryError) as exc:
+        raise FormulaError(f"formula too deeply nested to parse ({type(exc).__name__})") from None
+    depth = _tree_depth(tree.body) + 1
+    if depth > MAX_FORMULA_DEPTH:
+        raise FormulaError(f"formula is {depth} levels deep; at most {MAX_FORMULA_DEPTH} are allowed "
+                           "(name parts of it in formula.constants)")
+    return tree
+
+
 def parse_formula(text: str) -> Formula:
     """Parse and whitelist-check `text`; raise FormulaError naming the first forbidden construct."""
     if not isinstance(text, str) or not text.strip():
         raise FormulaError("a formula must be a non-empty string")
-    if len(text) > 2000:
-        raise FormulaError("formula longer than 2000 characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise FormulaError(f"not a valid expression: {exc.msg} at column {exc.offset}") from None
+    tree = _parse_bounded(text)
     names: set[str] = set()
     tensor_names: set[str] = set()
-    _check(tree.body, names, tensor_names)
+    try:
+        _check(tree.body, names, tensor_names)
+    except (RecursionError, MemoryError) as exc:  # unreachable within MAX_FORMULA_DEPTH; never a traceback
+        raise FormulaError(f"formula too deeply nested to check ({type(exc).__name__})") from None
     return Formula(text=text, tree=tree, names=frozenset(names), tensor_names=frozenset(tensor_names),
                    exact_in_any_precision=_is_select_only(tree.body))
 
@@ -194,10 +272,21 @@ def _describe(node: ast.AST) -> str:
     return type(node).__name__ + (f" '{ast.unparse(node)}'" if hasattr(ast, "unparse") else "")
 
 
+def _check_int_literal(value: int | float) -> None:
+    """Integer literals stay within 64 bits: no data type holds more, and NumPy would turn a larger
+    one into a Python-object array (or fail) at evaluation time."""
+    if isinstance(value, int) and abs(value) >= _INT_LIMIT:
+        digits = len(str(abs(value)))
+        shown = str(value) if digits <= 2 * MAX_INT_DIGITS else f"of {digits} digits"
+        raise FormulaError(f"integer literal {shown} is out of range: |value| must be below 2^64 "
+                           f"(at most {MAX_INT_DIGITS} digits)")
+
+
 def _check(node: ast.AST, names: set[str], tensor_names: set[str]) -> None:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise FormulaError(f"only numbers are allowed as constants, found {_describe(node)}")
+        _check_int_literal(node.value)
     elif isinstance(node, ast.Name):
         if node.id.startswith("_"):
             raise FormulaError(f"names starting with '_' are not allowed: '{node.id}'")
@@ -245,6 +334,130 @@ def _check(node: ast.AST, names: set[str], tensor_names: set[str]) -> None:
             _check(arg, names, tensor_names)
     else:
         raise FormulaError(f"{_describe(node)} is not allowed in a formula")
+
+
+# --- kinds: which function is meaningful for which values ---------------------------------------
+# A formula is checked once more when its spec is built: each function against the kinds of value
+# (integer, float, truth value) its argument can hold, from the support tables of the tensors the
+# formula reads. The evaluator would otherwise find out at run time, in the middle of a diff.
+
+INTEGER, FLOAT, BOOL = "integer", "float", "bool"
+Kinds = frozenset
+ANY_NUMBER: Kinds = frozenset({INTEGER, FLOAT})
+
+# Integer-only functions fail on a float at run time (bitnot refuses it; float types have no
+# type_min/type_max), so a single float type allowed is an error. Float-only functions are
+# predicates that are always false on integers, so they are an error only when their argument
+# can never be a float (a dead condition). The others are meaningful for any number.
+INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max"})
+FLOAT_ONLY_FUNCTIONS = frozenset({"isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"})
+_FLOAT_RESULTS = {"round_half_even", "f32", "f16", "ulp_out"}
+
+
+@dataclass(frozen=True)
+class KindFacts:
+    """What a spec says about the names a formula reads (see check_kinds)."""
+
+    variables: dict[str, Kinds]             # variable -> kinds of value it can hold
+    tensors: dict[str, dict[str, str]]      # tensor field -> {data type it may have: its kind}
+    why: dict[str, str] = field(default_factory=dict)  # name -> where its kinds come from, for messages
+
+
+def check_kinds(formula: Formula, facts: KindFacts) -> Kinds:
+    """Check every function of `formula` against the kinds its argument can hold; return the kinds
+    of the formula's value. Raises FormulaError naming the function and why the kind is wrong."""
+    return _kinds(formula.tree.body, facts)
+
+
+def _combine(left: Kinds, right: Kinds) -> Kinds:
+    """Kinds of an arithmetic result: NumPy promotes to float when either operand is a float."""
+    return frozenset(FLOAT if FLOAT in (a, b) else INTEGER for a in left for b in right)
+
+
+def _reasons(node: ast.AST, facts: KindFacts) -> str:
+    """` (x reads InputTensor: INT8, UINT8)`: where the kinds of the names in `node` come from."""
+    names = sorted({sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)})
+    known = [facts.why[name] for name in names if name in facts.why]
+    return f" ({'; '.join(known)})" if known else ""
+
+
+def _kinds(node: ast.AST, facts: KindFacts) -> Kinds:
+    """Kinds of `node`'s value; recursion is bounded by MAX_FORMULA_DEPTH."""
+    if isinstance(node, ast.Constant):
+        return frozenset({INTEGER if isinstance(node.value, int) else FLOAT})
+    if isinstance(node, ast.Name):
+        return facts.variables.get(node.id, ANY_NUMBER)
+    if isinstance(node, ast.BinOp):
+        left, right = _kinds(node.left, facts), _kinds(node.right, facts)
+        if isinstance(node.op, ast.Div):
+            return frozenset({FLOAT})
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+            return frozenset({BOOL})
+        if isinstance(node.op, ast.Sub) and BOOL in left and BOOL in right:
+            raise FormulaError(f"'-' between two truth values ('{ast.unparse(node)}'); NumPy refuses it (use where())")
+        return _combine(left, right)
+    if isinstance(node, ast.UnaryOp):
+        operand = _kinds(node.operand, facts)
+        if isinstance(node.op, (ast.Not, ast.Invert)):
+            return frozenset({BOOL})
+        if isinstance(node.op, ast.USub) and BOOL in operand:
+            raise FormulaError(f"'-' cannot negate a truth value ('{ast.unparse(node.operand)}'); NumPy refuses it")
+        return operand
+    if isinstance(node, (ast.BoolOp, ast.Compare)):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                _kinds(child, facts)
+        return frozenset({BOOL})
+    if isinstance(node, ast.Call):
+        return _call_kinds(node, facts)
+    return ANY_NUMBER  # unreachable after _check
+
+
+def _call_kinds(node: ast.Call, facts: KindFacts) -> Kinds:
+    """Kinds of a call's value, after checking its argument against the function's domain."""
+    fname = node.func.id  # type: ignore[attr-defined]
+    if fname in TENSOR_NAME_FUNCTIONS:
+        return _tensor_function_kinds(node, fname, facts)
+    args = [_kinds(arg, facts) for arg in node.args]
+    first = node.args[0]
+    if fname == "bitnot":
+        wrong = sorted(args[0] - {INTEGER})
+        if wrong:
+            raise FormulaError(f"bitnot() needs an integer argument, but '{ast.unparse(first)}' can be a "
+                               f"{' or '.join(wrong)} value{_reasons(first, facts)}")
+        return frozenset({INTEGER})
+    if fname in FLOAT_ONLY_FUNCTIONS:
+        if FLOAT not in args[0]:
+            raise FormulaError(f"{fname}() is meaningful for float values only, but '{ast.unparse(first)}' "
+                               f"is never a float{_reasons(first, facts)}, so it is always false")
+        return frozenset({BOOL})
+    if fname == "where":
+        return args[1] | args[2]
+    if fname in ("min", "max", "clamp"):
+        result = args[0]
+        for other in args[1:]:
+            result = _combine(result, other)
+        return result
+    if fname in _FLOAT_RESULTS:
+        return frozenset({FLOAT})
+    return args[0]  # abs
+
+
+def _tensor_function_kinds(node: ast.Call, fname: str, facts: KindFacts) -> Kinds:
+    """type_min/type_max need an integer tensor; is_type must name a type the tensor can have."""
+    tensor = node.args[0].id  # type: ignore[attr-defined]
+    types = facts.tensors.get(tensor)
+    if fname == "is_type":
+        name = node.args[1].value  # type: ignore[attr-defined]
+        if types is not None and name not in types:
+            raise FormulaError(f"is_type({tensor}, '{name}') is always false: the support tables allow "
+                               f"{tensor} only {', '.join(types)}")
+        return frozenset({BOOL})
+    floats = [t for t, kind in (types or {}).items() if kind == FLOAT]
+    if floats:
+        raise FormulaError(f"{fname}({tensor}) is meaningful for integer tensors only (float types have no range), "
+                           f"but the support tables allow {tensor} {', '.join(floats)}")
+    return frozenset({INTEGER})
 
 
 # Functions whose result is one of their value arguments (the condition of `where` is not one).

@@ -6,14 +6,16 @@ problem of a file with a `file:line: key.path: message` error; `lint_specs` coll
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 
-from .catalog import Catalog, load_catalog
-from .expr import Formula, FormulaError, parse_formula
+from .catalog import Catalog, DataType, load_catalog
+from .expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
 from .spec_schema import OPERATOR_SCHEMA
 from .yamlsource import SourcedYaml, SpecError, load_yaml
 
@@ -277,6 +279,104 @@ def _check_names(src: SourcedYaml, path: tuple, formula: Formula, names: set[str
         raise src.error(path, f"type function names unknown tensor field(s) {', '.join(bad_tensors)}")
 
 
+def _tensor_type_kinds(support: list[SupportTable], catalog: Catalog) -> dict[str, dict[str, str]]:
+    """Every data type each tensor field may have, in any table, with its kind (integer or float)."""
+    kinds: dict[str, dict[str, str]] = {}
+    for table in support:
+        for tname, cell in table.tensors.items():
+            for type_name in cell.types:
+                kinds.setdefault(tname, {})[type_name] = FLOAT if catalog.data_types[type_name].is_float else INTEGER
+    return kinds
+
+
+def _kind_facts(fraw: dict, support: list[SupportTable], tensor_kinds: dict[str, dict[str, str]],
+                constant_kinds: dict[str, Kinds], generator: bool = False) -> KindFacts:
+    """The kinds of value each formula name holds where the formula is evaluated.
+
+    The reference and the diff bind raw bits (operands: raw_bits) or values in the tensor's own
+    kind, and an absent optional input as its (float) absent value; the generator (favoured
+    values, undefined-behaviour regions) reads every input as float64.
+    """
+    optional = {tname for table in support for tname, cell in table.tensors.items() if cell.optional}
+    variables: dict[str, Kinds] = {}
+    why: dict[str, str] = {}
+    for var, tname in fraw["inputs"].items():
+        allowed = tensor_kinds.get(tname, {})
+        if generator:
+            variables[var], why[var] = frozenset({FLOAT}), f"the generator reads {var} as float64"
+        elif fraw["operands"] == "raw_bits":
+            variables[var], why[var] = frozenset({INTEGER}), f"{var} is the raw bits of {tname}"
+        else:
+            kinds = set(allowed.values()) | ({FLOAT} if tname in optional else set())
+            variables[var] = frozenset(kinds)
+            why[var] = f"{var} reads {tname}: {', '.join(allowed)}" + (", or a float when absent" if tname in optional else "")
+    for name in fraw.get("attributes", ()):
+        variables[name], why[name] = frozenset({FLOAT}), f"{name} is a float attribute"
+    variables.update(constant_kinds)
+    if generator:
+        variables["k"], why["k"] = frozenset({FLOAT}), "the generator draws k as float64"
+    return KindFacts(variables=variables, tensors=tensor_kinds, why=why)
+
+
+def _check_kinds(src: SourcedYaml, path: tuple, formula: Formula, *facts: KindFacts) -> Kinds:
+    """Each function of the formula against the kinds of its argument, in every context given."""
+    kinds: Kinds = frozenset()
+    try:
+        for context in facts:
+            kinds = check_kinds(formula, context)
+    except FormulaError as exc:
+        raise src.error(path, f"bad formula: {exc}") from None
+    return kinds
+
+
+# Examples pass through float64 on their way into a case (harness.cases.example_case): integers
+# beyond 2^53 would silently change.
+_EXACT_FLOAT64_INT = 2 ** 53
+
+
+def _example_value_problem(value: Any, dtype: DataType) -> str | None:
+    """Why `value` is not a value of `dtype`, or None. NaN and +-inf are values of float types."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if dtype.is_float:
+        if math.isfinite(value):
+            with np.errstate(over="ignore"):  # ints are within 64 bits (yamlsource), so float() cannot overflow
+                if not np.isfinite(np.asarray(float(value)).astype(dtype.numpy)):
+                    return f"{value!r} is outside the range of {dtype.name} (largest finite {float(np.finfo(dtype.numpy).max)!r})"
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return f"{value!r} is not an integer, but {dtype.name} holds integers only"
+    assert dtype.min is not None and dtype.max is not None
+    if not dtype.min <= value <= dtype.max:
+        return f"{value!r} is outside the range of {dtype.name} ({dtype.min} .. {dtype.max})"
+    if abs(value) > _EXACT_FLOAT64_INT:
+        return f"{value!r} cannot be used in an example: examples pass through float64, exact only up to 2^53"
+    return None
+
+
+def _check_example(src: SourcedYaml, path: tuple, raw: dict, catalog: Catalog) -> None:
+    """Values within their data types, and sizes that hold exactly the values given."""
+    for section in ("inputs", "expected"):
+        for tname, values in raw[section].items():
+            dtype = catalog.data_types[raw["types"][tname]]
+            if not dtype.has_numpy:
+                raise src.error(path + ("types", tname), f"{dtype.name} has no NumPy type, so no example can use it")
+            for index, value in enumerate(values):
+                problem = _example_value_problem(value, dtype)
+                if problem:
+                    raise src.error(path + (section, tname, index), problem)
+    count = max((len(v) for section in ("inputs", "expected") for v in raw[section].values()), default=0)
+    if count == 0:
+        raise src.error(path + ("inputs",), "an example needs at least one value per tensor")
+    if "sizes" in raw:
+        sizes = raw["sizes"]
+        if not 1 <= len(sizes) <= MAX_DIMENSIONS:
+            raise src.error(path + ("sizes",), f"sizes has {len(sizes)} dimension(s); expected 1 to {MAX_DIMENSIONS}")
+        if math.prod(sizes) != count:
+            raise src.error(path + ("sizes",), f"sizes {sizes} hold {math.prod(sizes)} element(s), "
+                                               f"but each tensor lists {count} value(s)")
+
+
 def _check_types(src: SourcedYaml, path: tuple, types: Any, catalog: Catalog) -> None:
     for index, name in enumerate(types):
         if name not in catalog.data_types:
@@ -288,11 +388,29 @@ def _check_level(src: SourcedYaml, path: tuple, name: str, catalog: Catalog) -> 
         raise src.error(path, f"unknown feature level {name!r}; expected one of {', '.join(l.name for l in catalog.levels)}")
 
 
+def _check_keys_are_text(src: SourcedYaml, data: Any) -> None:
+    """Every mapping key is text. YAML also allows `1.5:` or `~:` as keys; names are compared and
+    sorted with each other, so a number among them would be a TypeError far from its line.
+    The walk is iterative; yamlsource bounds the data's size and depth."""
+    stack: list[tuple[tuple, Any]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise src.error(path + (key,), f"mapping keys must be text, found {key!r} ({type(key).__name__})")
+                stack.append((path + (key,), value))
+        elif isinstance(node, list):
+            stack.extend((path + (index,), item) for index, item in enumerate(node))
+
+
 def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     """Schema-check and meaning-check one operator file, and build its model."""
     data = src.data
     if not isinstance(data, dict):
-        raise src.error((), "an operator spec must be a mapping at the top level")
+        found = "an empty file" if data is None else "a list" if isinstance(data, list) else f"a single value ({data!r:.40})"
+        raise src.error((), f"an operator spec must be a mapping at the top level, found {found}")
+    _check_keys_are_text(src, data)
     validator = jsonschema.Draft202012Validator(OPERATOR_SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
@@ -403,10 +521,17 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         if a not in attribute_names:
             raise src.error(("formula", "attributes", index), f"{a!r} is not an attribute field")
     constants = {name: _formula(src, ("formula", "constants", name), text) for name, text in fraw.get("constants", {}).items()}
+    tensor_kinds = _tensor_type_kinds(support, catalog)
+    constant_kinds: dict[str, Kinds] = {}
     for name, c in constants.items():
         _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
+        constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
+                                            _kind_facts(fraw, support, tensor_kinds, constant_kinds))
     names = set(fraw["inputs"]) | set(attrs) | set(constants)
     _check_names(src, ("formula", "expression"), expression, names, tensor_names)
+    evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
+    generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
+    _check_kinds(src, ("formula", "expression"), expression, evaluated)
     absent = {}
     for var, raw in fraw.get("absent_inputs", {}).items():
         if var not in fraw["inputs"]:
@@ -427,6 +552,8 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     for index, raw in enumerate(data.get("unspecified", [])):
         f = _formula(src, ("unspecified", index, "when"), raw["when"])
         _check_names(src, ("unspecified", index, "when"), f, names, tensor_names)
+        ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
+        _check_kinds(src, ("unspecified", index, "when"), f, *((evaluated, generated) if ub else (evaluated,)))
         if "applies_to" in raw:
             _check_types(src, ("unspecified", index, "applies_to"), raw["applies_to"], catalog)
         unspecified.append(Unspecified(raw["id"], f, raw["why"], tuple(raw["applies_to"]) if "applies_to" in raw else None,
@@ -441,9 +568,11 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         if "atol" in raw:
             atol = _formula(src, path + ("atol",), raw["atol"])
             _check_names(src, path + ("atol",), atol, names, tensor_names)
+            _check_kinds(src, path + ("atol",), atol, evaluated)
         if "ties" in raw:
             ties = _formula(src, path + ("ties",), raw["ties"])
             _check_names(src, path + ("ties",), ties, names, tensor_names)
+            _check_kinds(src, path + ("ties",), ties, evaluated)
         if raw["kind"] == "ulp" and "max_ulp" not in raw:
             raise src.error(path, "kind ulp needs max_ulp")
         comparison[key] = Comparison(raw["kind"], raw.get("max_ulp", 0), atol, ties,
@@ -474,6 +603,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         for aname in raw.get("attributes", {}):
             if aname not in attribute_names:
                 raise src.error(path + ("attributes", aname), f"{aname!r} is not an attribute field")
+        _check_example(src, path, raw, catalog)
         examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),
                                 tuple(raw["sizes"]) if "sizes" in raw else None, dict(raw.get("attributes", {})),
                                 {k: list(v) for k, v in raw["inputs"].items()},
@@ -486,6 +616,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
             raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
         f = _formula(src, path + ("expression",), raw["expression"])
         _check_names(src, path + ("expression",), f, names | {"k"}, tensor_names)
+        _check_kinds(src, path + ("expression",), f, generated)
         k_range = tuple(raw.get("k", [0, 0]))
         favour.append(Favour(raw["tensor"], f, (k_range[0], k_range[1]), raw["why"]))
 
