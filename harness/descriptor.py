@@ -4,10 +4,17 @@ A TensorDesc mirrors DML_BUFFER_TENSOR_DESC field for field, including the ways 
 wrong (a DimensionCount that disagrees with Sizes, TotalTensorSizeInBytes below the minimum), so
 that invalid descriptors can be expressed, saved and replayed. Case files are YAML; buffers are
 stored whole (padding included) in base64, next to a readable preview of the logical values.
+
+Reading is strict, because case files come from anywhere (a report, a bug tracker, a hand edit):
+`Case.load` and the `from_dict` constructors turn every malformed input (bad YAML, a wrong type,
+a missing key, bad base64, an unknown format version) into a CaseFormatError naming the file and
+the key, never a KeyError or TypeError traceback. Ranges and the buffers' lengths against their
+descriptors are checked separately, against the spec (harness.wellformed.check_case).
 """
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +23,74 @@ from typing import Any
 import xxhash
 import yaml
 
+from .wellformed import CaseFormatError, is_integer, short
+
 CASE_FORMAT_VERSION = 1
+MAX_CASE_FILE_BYTES = 256 << 20  # the largest case file read: an input of 2^24 FLOAT64 elements is 171 MiB of base64
+TENSOR_KEYS = ("DataType", "Flags", "DimensionCount", "Sizes", "Strides", "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment")
+DESCRIPTOR_KEYS = ("operator", "tensors", "attributes", "aliases")
+CASE_KEYS = ("format", "case_id", "operator", "feature_level", "expect", "origin", "tags", "descriptor", "inputs", "values_preview")
+
+
+def _kind(value: Any) -> str:
+    """How YAML spelled a value, for messages: `a list`, `a string`, `null`."""
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _join(prefix: str, name: Any) -> str:
+    return f"{prefix}.{name}" if prefix else str(name)
+
+
+def _mapping(value: Any, key: str, keys: tuple[str, ...] | None = None) -> dict:
+    """A mapping with string keys (and only `keys`, when given: a misspelt field must not be ignored)."""
+    if not isinstance(value, dict):
+        raise CaseFormatError(key, f"expected a mapping, found {_kind(value)}")
+    for name in value:
+        if not isinstance(name, str):
+            raise CaseFormatError(key, f"keys must be strings, found {_kind(name)} {short(name)}")
+        if keys is not None and name not in keys:
+            raise CaseFormatError(_join(key, name), f"unknown key (known: {', '.join(keys)})")
+    return value
+
+
+def _required(raw: dict, name: str, key: str) -> Any:
+    if name not in raw:
+        raise CaseFormatError(_join(key, name), "missing")
+    return raw[name]
+
+
+def _optional(raw: dict, name: str, empty: Any) -> Any:
+    """raw[name], with `empty` for a missing or null entry (YAML writes an empty mapping as `{}` or nothing)."""
+    value = raw.get(name)
+    return empty if value is None else value
+
+
+def _integer(value: Any, key: str) -> int:
+    if not is_integer(value):
+        raise CaseFormatError(key, f"expected an integer, found {_kind(value)} {short(value)}")
+    return int(value)
+
+
+def _integers(value: Any, key: str) -> list[int]:
+    if not isinstance(value, list):
+        raise CaseFormatError(key, f"expected a list of integers, found {_kind(value)}")
+    return [_integer(v, f"{key}[{i}]") for i, v in enumerate(value)]
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CaseFormatError(key, f"expected a number, found {_kind(value)} {short(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float64
+        raise CaseFormatError(key, f"{short(value)} is beyond any floating-point value") from None
+
+
+def _text(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise CaseFormatError(key, f"expected a string, found {_kind(value)} {short(value)}")
+    return value
 
 
 @dataclass
@@ -46,13 +120,17 @@ class TensorDesc:
         return out
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "TensorDesc":
-        sizes = [int(s) for s in raw["Sizes"]]
-        count = int(raw.get("DimensionCount", len(sizes)))
-        return cls(data_type=str(raw["DataType"]), sizes=sizes,
-                   strides=[int(s) for s in raw["Strides"]] if raw.get("Strides") is not None else None,
-                   total_bytes=int(raw["TotalTensorSizeInBytes"]) if raw.get("TotalTensorSizeInBytes") is not None else None,
-                   alignment=int(raw.get("GuaranteedBaseOffsetAlignment", 0)), flags=int(raw.get("Flags", 0)),
+    def from_dict(cls, raw: dict[str, Any], key: str = "") -> "TensorDesc":
+        """Strict: integers must be integers (2.5 is not truncated, "2" is not parsed); `key` prefixes error keys."""
+        raw = _mapping(raw, key, TENSOR_KEYS)
+        sizes = _integers(_required(raw, "Sizes", key), _join(key, "Sizes"))
+        count = _integer(raw.get("DimensionCount", len(sizes)), _join(key, "DimensionCount"))
+        strides, total = raw.get("Strides"), raw.get("TotalTensorSizeInBytes")
+        return cls(data_type=_text(_required(raw, "DataType", key), _join(key, "DataType")), sizes=sizes,
+                   strides=_integers(strides, _join(key, "Strides")) if strides is not None else None,
+                   total_bytes=_integer(total, _join(key, "TotalTensorSizeInBytes")) if total is not None else None,
+                   alignment=_integer(raw.get("GuaranteedBaseOffsetAlignment", 0), _join(key, "GuaranteedBaseOffsetAlignment")),
+                   flags=_integer(raw.get("Flags", 0), _join(key, "Flags")),
                    dimension_count=None if count == len(sizes) else count)
 
 
@@ -79,11 +157,17 @@ class Descriptor:
                 "attributes": dict(self.attributes), "aliases": dict(self.aliases)}
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "Descriptor":
-        return cls(operator=raw["operator"],
-                   tensors={n: (TensorDesc.from_dict(t) if t is not None else None) for n, t in raw["tensors"].items()},
-                   attributes={k: float(v) for k, v in (raw.get("attributes") or {}).items()},
-                   aliases=dict(raw.get("aliases") or {}))
+    def from_dict(cls, raw: dict[str, Any], key: str = "") -> "Descriptor":
+        """Strict (see TensorDesc.from_dict); `key` prefixes error keys (`descriptor` in a case file)."""
+        raw = _mapping(raw, key, DESCRIPTOR_KEYS)
+        tensors_key, attributes_key, aliases_key = (_join(key, k) for k in ("tensors", "attributes", "aliases"))
+        tensors = _mapping(_required(raw, "tensors", key), tensors_key)
+        attributes = _mapping(_optional(raw, "attributes", {}), attributes_key)
+        aliases = _mapping(_optional(raw, "aliases", {}), aliases_key)
+        return cls(operator=_text(_required(raw, "operator", key), _join(key, "operator")),
+                   tensors={n: (TensorDesc.from_dict(t, _join(tensors_key, n)) if t is not None else None) for n, t in tensors.items()},
+                   attributes={k: _number(v, _join(attributes_key, k)) for k, v in attributes.items()},
+                   aliases={k: _text(v, _join(aliases_key, k)) for k, v in aliases.items()})
 
     def key(self) -> str:
         """A stable text key of the descriptor (for caches and case ids). JSON, not YAML: the key
@@ -154,12 +238,21 @@ class Case:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "Case":
-        expect = str(raw.get("expect", "valid"))
-        broken = expect.split(":", 1)[1].strip() if expect.startswith("invalid") else None
-        return cls(descriptor=Descriptor.from_dict(raw["descriptor"]), feature_level=str(raw["feature_level"]),
-                   inputs={n: base64.b64decode(v["base64"]) for n, v in (raw.get("inputs") or {}).items()},
-                   expect_valid=broken is None, broken_rule=broken, origin=str(raw.get("origin", "file")),
-                   tags=list(raw.get("tags") or []))
+        """A case from a case file's mapping; CaseFormatError (with the key) for anything malformed."""
+        raw = _mapping(raw, "", CASE_KEYS)
+        version = raw.get("format", CASE_FORMAT_VERSION)
+        if not is_integer(version) or version != CASE_FORMAT_VERSION:
+            raise CaseFormatError("format", f"unknown case file format {short(version)} (this harness reads format {CASE_FORMAT_VERSION})")
+        descriptor = Descriptor.from_dict(_required(raw, "descriptor", ""), "descriptor")
+        if "operator" in raw and _text(raw["operator"], "operator") != descriptor.operator:
+            raise CaseFormatError("operator", f"{short(raw['operator'])} differs from descriptor.operator {short(descriptor.operator)}")
+        valid, broken = _parse_expect(raw.get("expect", "valid"))
+        tags = _optional(raw, "tags", [])
+        if not isinstance(tags, list):
+            raise CaseFormatError("tags", f"expected a list of strings, found {_kind(tags)}")
+        return cls(descriptor=descriptor, feature_level=_text(_required(raw, "feature_level", ""), "feature_level"),
+                   inputs=_decode_inputs(_optional(raw, "inputs", {})), expect_valid=valid, broken_rule=broken,
+                   origin=_text(raw.get("origin", "file"), "origin"), tags=[_text(t, f"tags[{i}]") for i, t in enumerate(tags)])
 
     def save(self, path: Path, previews: dict[str, list] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,4 +263,68 @@ class Case:
 
     @classmethod
     def load(cls, path: Path) -> "Case":
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()))
+        """Read a case file; CaseFormatError naming the file (and the key, or the YAML line) for any
+        malformed one. The file's ranges and buffers are checked against its spec by check_case."""
+        path = Path(path)
+        try:
+            return cls.from_dict(_read_case_yaml(path))
+        except CaseFormatError as exc:
+            raise exc.in_file(path) from None
+
+
+def _parse_expect(value: Any) -> tuple[bool, str | None]:
+    """`valid`, or `invalid: RULE` (the rule the case was built to break; `invalid` alone: unknown)."""
+    expect = _text(value, "expect").strip()
+    if expect == "valid":
+        return True, None
+    head, _, rule = expect.partition(":")
+    if head.strip() != "invalid":
+        raise CaseFormatError("expect", f"expected 'valid' or 'invalid: RULE', found {short(expect)}")
+    return False, rule.strip() or None
+
+
+def _decode_inputs(raw: Any) -> dict[str, bytes]:
+    """Input buffers from `{name: {base64: ..., bytes: N}}`; strict base64 (no characters skipped),
+    and `bytes`, when present, must be the decoded length (a truncated paste is caught here)."""
+    out = {}
+    for name, entry in _mapping(raw, "inputs").items():
+        key = f"inputs.{name}"
+        entry = _mapping(entry, key, ("base64", "bytes"))
+        text = _text(_required(entry, "base64", key), f"{key}.base64")
+        try:
+            data = base64.b64decode(text.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as exc:
+            raise CaseFormatError(f"{key}.base64", f"invalid base64: {exc}") from None
+        if "bytes" in entry and _integer(entry["bytes"], f"{key}.bytes") != len(data):
+            raise CaseFormatError(f"{key}.bytes", f"says {short(entry['bytes'])}, but the base64 holds {len(data)} bytes")
+        out[name] = data
+    return out
+
+
+def _read_case_yaml(path: Path) -> dict:
+    """The file's top-level mapping: bounded in size (a case file is never a stream), parsed with
+    yaml.safe_load only (no Python tags), YAML errors with their line and column."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CASE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise CaseFormatError("", f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_CASE_FILE_BYTES:
+        raise CaseFormatError("", f"larger than {MAX_CASE_FILE_BYTES} bytes, the most a case file may be")
+    try:
+        raw = yaml.safe_load(data)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise CaseFormatError(where, f"invalid YAML: {' '.join(str(exc.problem or exc.context).split())}") from None
+    except yaml.reader.ReaderError as exc:  # not text: bad UTF-8, control characters
+        raise CaseFormatError(f"byte {exc.position}", f"invalid YAML: {str(exc).splitlines()[0]}") from None
+    except yaml.YAMLError as exc:
+        raise CaseFormatError("", f"invalid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise CaseFormatError("", "invalid YAML: nested too deeply") from None
+    if raw is None:
+        raise CaseFormatError("", "empty: expected a mapping of case fields (format, operator, descriptor, inputs, ...)")
+    if not isinstance(raw, dict):
+        raise CaseFormatError("", f"expected a mapping of case fields at the top level, found {_kind(raw)}")
+    return raw

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from .descriptor import Case
-from .layout import read_logical
+from .layout import read_logical, span_elements
 from .reference import Expected, expected_for
 from .spec import Comparison, OperatorSpec
 from .validator import validate
@@ -191,6 +191,10 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     want = expected.outputs[name]
     if name not in buffers:
         return DiffResult(MISMATCH, f"the backend returned no {name}", name, out_type.name)
+    need = span_elements(desc.sizes, desc.strides) * out_type.size_bytes
+    if len(buffers[name]) < need:  # never read past what the backend returned
+        return DiffResult(MISMATCH, f"the backend returned {len(buffers[name])} bytes of {name}; its layout needs {need}",
+                          name, out_type.name)
     got = read_logical(buffers[name], desc, out_type.numpy)
     comparison = spec.comparison_for(out_type.name)
     same = _bits(want) == _bits(got)

@@ -2,13 +2,22 @@
 
 The formulas are DirectML's (DMLCalcBufferTensorSize): strides are in elements, the last element's
 index is dot(Sizes - 1, Strides), and the minimum size is rounded up to 4 bytes.
+
+Every strided view is bounds-checked before it is made (`strided_view`): the largest byte offset a
+descriptor touches must lie inside the buffer and no stride may be negative, or ValueError is
+raised. NumPy's as_strided trusts its caller, and a case file with a short buffer or a huge stride
+otherwise read (or wrote) memory the harness never owned, crashing the process or passing on garbage.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .catalog import DataType
-from .descriptor import TensorDesc
+
+if TYPE_CHECKING:  # annotations only: harness.wellformed (imported by descriptor) uses this module
+    from .descriptor import TensorDesc
 
 MAX_ELEMENTS = 2**32 - 1
 
@@ -46,8 +55,42 @@ def total_bytes(desc: TensorDesc, dtype: DataType) -> int:
     return desc.total_bytes if desc.total_bytes is not None else minimum_bytes(desc, dtype)
 
 
+def span_elements(sizes: list[int], strides: list[int] | None) -> int:
+    """Elements from the first touched to one past the last: dot(Sizes - 1, Strides) + 1 (the
+    product of Sizes when packed), 0 when a size is 0. Raises ValueError for what no buffer can
+    hold: a negative size or stride, or Strides of another length than Sizes.
+
+    A few integer operations per dimension: it runs on every strided read and write."""
+    if strides is None:
+        count = 1
+        for size in sizes:
+            if size < 0:
+                raise ValueError(f"Sizes {list(sizes)} has a negative entry")
+            count *= size
+        return count
+    if len(strides) != len(sizes):
+        raise ValueError(f"Strides {list(strides)} has {len(strides)} entries, Sizes {list(sizes)} has {len(sizes)}")
+    last, empty = 0, False
+    for size, stride in zip(sizes, strides):
+        if size < 0 or stride < 0:
+            raise ValueError(f"negative size or stride (Sizes {list(sizes)}, Strides {list(strides)})")
+        if size == 0:
+            empty = True
+        last += (size - 1) * stride
+    return 0 if empty else last + 1
+
+
 def strided_view(buffer: np.ndarray, desc: TensorDesc, itemsize: int) -> np.ndarray:
-    """A view of the logical elements of a flat element buffer (no copy)."""
+    """A view of the logical elements of a flat element buffer (no copy).
+
+    Bounds-checked: raises ValueError, before any view exists, when the descriptor reaches past
+    the end of `buffer` (or has negative strides), so a short buffer can never be read out of bounds."""
+    if buffer.ndim != 1 or not buffer.flags.c_contiguous:
+        raise ValueError("strided_view needs a flat, contiguous element buffer")
+    span = span_elements(desc.sizes, desc.strides)
+    if span * itemsize > buffer.nbytes:
+        raise ValueError(f"the layout (Sizes {list(desc.sizes)}, Strides {effective_strides(desc)}) reaches byte "
+                         f"{span * itemsize} of a buffer of {buffer.nbytes} usable bytes ({itemsize}-byte elements)")
     strides = [s * itemsize for s in effective_strides(desc)]
     return np.lib.stride_tricks.as_strided(buffer, shape=tuple(desc.sizes), strides=tuple(strides), writeable=buffer.flags.writeable)
 
@@ -55,7 +98,8 @@ def strided_view(buffer: np.ndarray, desc: TensorDesc, itemsize: int) -> np.ndar
 def read_logical(data: bytes, desc: TensorDesc, np_dtype: np.dtype) -> np.ndarray:
     """The logical tensor (shape = Sizes) read through the strides of a raw buffer.
 
-    A read-only view where possible (no copy); callers that need to write must copy.
+    A read-only view where possible (no copy); callers that need to write must copy. Raises
+    ValueError when the layout reaches past the end of `data` (see strided_view).
     """
     np_dtype = np.dtype(np_dtype)
     usable = len(data) - len(data) % np_dtype.itemsize
@@ -68,7 +112,8 @@ def is_packed(desc: TensorDesc) -> bool:
 
 
 def write_logical(buffer: bytearray, desc: TensorDesc, values: np.ndarray) -> None:
-    """Write the logical tensor `values` into `buffer` through the strides of `desc`."""
+    """Write the logical tensor `values` into `buffer` through the strides of `desc`; ValueError
+    (nothing written) when the layout reaches past the end of `buffer` (see strided_view)."""
     values = np.asarray(values)
     usable = len(buffer) - len(buffer) % values.dtype.itemsize
     flat = np.frombuffer(memoryview(buffer)[:usable], dtype=values.dtype)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .diff import FAILURES
 from .expectations import EXPECTED_DIVERGENCE
-from .results import CaseRecord
+from .results import CaseRecord, worst_per_case
 from .spec import SpecSet
 from .strategies import coverage_plan, primary_input
 
@@ -51,15 +51,10 @@ class Cell:
 
 def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
     """Cells of every (backend, level) that ran, over every data type of each operator's table there.
-    Invalid cases count in the cell of their primary input type; a case is counted once (by case id)."""
+    Invalid cases count in the cell of their primary input type; a case is counted once, as its worst record."""
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    seen: set[tuple] = set()
     levels: dict[str, set[str]] = defaultdict(set)
-    for r in records:
-        key = (r.backend, r.operator, r.feature_level, r.data_type, r.case_id, r.kind)
-        if key in seen:
-            continue
-        seen.add(key)
+    for r in worst_per_case(records):
         column = INVALID_COLUMN if r.kind == "invalid" else r.data_type
         counts[(r.backend, r.operator, r.feature_level, column)][r.status] += 1
         levels[r.backend].add(r.feature_level)
@@ -160,6 +155,62 @@ def write_matrix(cells: list[Cell], out_dir: Path) -> dict[str, Path]:
     paths["md"].write_text(matrix_markdown(cells))
     paths["html"].write_text(matrix_html(cells))
     return paths
+
+
+MAX_MATRIX_BYTES = 256 << 20  # far above any real matrix.json (10,000 cells are about 2 MiB)
+CELL_FIELDS = ("backend", "operator", "feature_level", "data_type", "state")
+
+
+def load_matrix(path: Path) -> dict:
+    """A matrix.json for compare_matrices, read with a size bound and checked by check_matrix;
+    ValueError with a one-line reason (never a traceback) for anything that is not one."""
+    try:
+        with Path(path).open("rb") as handle:
+            data = handle.read(MAX_MATRIX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_MATRIX_BYTES:
+        raise ValueError(f"larger than {MAX_MATRIX_BYTES} bytes, the most a matrix.json may be")
+    if not data.strip():
+        raise ValueError("empty: expected a matrix.json written by `dmlconform matrix`")
+    try:
+        raw = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid JSON: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    check_matrix(raw)
+    return raw
+
+
+def check_matrix(raw: object) -> None:
+    """The structure compare_matrices reads: an object whose `cells` is a list of objects, each with
+    string backend, operator, feature_level, data_type and state, no cell twice; `format` 1 if given."""
+    def kind(value: object) -> str:
+        return "null" if value is None else {dict: "an object", list: "an array", str: "a string"}.get(type(value), type(value).__name__)
+
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object with `cells` (a matrix.json written by `dmlconform matrix`), found {kind(raw)}")
+    if "format" in raw and (type(raw["format"]) is not int or raw["format"] != 1):
+        raise ValueError(f"format: unknown matrix format {str(raw['format'])[:40]!r} (this harness reads format 1)")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise ValueError("cells: missing" if "cells" not in raw else f"cells: expected an array of cells, found {kind(cells)}")
+    seen: dict[tuple, int] = {}
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            raise ValueError(f"cells[{index}]: expected an object, found {kind(cell)}")
+        for name in CELL_FIELDS:
+            if name not in cell:
+                raise ValueError(f"cells[{index}].{name}: missing")
+            if not isinstance(cell[name], str):
+                raise ValueError(f"cells[{index}].{name}: expected a string, found {kind(cell[name])}")
+        key = tuple(cell[name] for name in CELL_FIELDS[:4])
+        if key in seen:
+            raise ValueError(f"cells[{index}]: the same cell as cells[{seen[key]}] ({' '.join(key)})")
+        seen[key] = index
 
 
 def compare_matrices(base: dict, new: dict) -> dict[str, list[str]]:

@@ -63,3 +63,19 @@ def test_backends_are_discovered_through_entry_points(monkeypatch):
     assert names["numpy"].available
     with pytest.raises(ValueError, match="installed: "):
         registry.load_backend("nope")
+
+
+def test_short_output_buffer_is_a_mismatch_not_an_out_of_bounds_read():
+    """A backend that returns fewer bytes than the output's layout spans: judged, never read past."""
+    from backends.base import Outputs
+
+    class ShortOutput(FlushNegZeroBackend):
+        def run(self, case):
+            return Outputs({"OutputTensor": b"\0" * 3})
+
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "INT32", "OutputTensor": "INT32"},
+                            {"InputTensor": np.array([-5, 0, 7], np.int32)})
+    outcome = run_case(ShortOutput(SPECS), spec, case, "valid")
+    assert outcome.status == "mismatch"
+    assert "the backend returned 3 bytes of OutputTensor; its layout needs 12" in outcome.message

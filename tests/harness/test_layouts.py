@@ -4,7 +4,7 @@ import pytest
 
 from harness.cases import case_from_arrays, output_values
 from harness.descriptor import TensorDesc
-from harness.layout import minimum_bytes, output_overlaps, pack_buffer, packed_strides, read_logical
+from harness.layout import minimum_bytes, output_overlaps, pack_buffer, packed_strides, read_logical, span_elements
 from tests.helpers import REFERENCE, SPECS
 
 RNG = np.random.default_rng(7)
@@ -23,6 +23,19 @@ def test_minimum_bytes_matches_dmlcalcbuffertensorsize():
     assert minimum_bytes(TensorDesc("FLOAT16", [2, 3], [0, 1]), f16) == 8         # broadcast: 3 elements, 6 -> 8
     assert minimum_bytes(TensorDesc("UINT8", [7]), SPECS.catalog.dtype("UINT8")) == 8
     assert packed_strides([2, 3, 4]) == [12, 4, 1]
+
+
+@pytest.mark.parametrize("sizes,strides", [([1, 1, 3, 5], None), ([2, 3], [5, 1]), ([2, 3], [0, 1]), ([7], None), ([4, 2], [1, 9])])
+def test_the_bounds_check_and_the_minimum_size_agree(sizes, strides):
+    """The reads' bounds check (span_elements) and DMLCalcBufferTensorSize count the same elements:
+    a buffer of the minimum size is always readable, and one element less never is."""
+    f16 = SPECS.catalog.dtype("FLOAT16")
+    desc = TensorDesc("FLOAT16", sizes, strides)
+    span = span_elements(sizes, strides)
+    assert minimum_bytes(desc, f16) == (span * 2 + 3) & ~3
+    assert read_logical(bytes(span * 2), desc, np.float16).shape == tuple(sizes)
+    with pytest.raises(ValueError, match="reaches byte"):
+        read_logical(bytes(span * 2 - 2), desc, np.float16)
 
 
 @pytest.mark.parametrize("op,dtype", [("ELEMENT_WISE_SIGN", "FLOAT32"), ("ACTIVATION_HARD_SIGMOID", "FLOAT16"),
