@@ -11,6 +11,7 @@ DirectML descriptors: invalid descriptors are `unsupported`, never a pass.
 """
 from __future__ import annotations
 
+import struct
 import threading
 from typing import Any
 
@@ -95,6 +96,9 @@ class OnnxRuntimeBackend:
 
     # --- models --------------------------------------------------------------------------------
     def _session(self, key: tuple, build) -> Any:
+        """The session for `key`, built by `build()` on first use. `key` must name everything that
+        changes the model; its floats are compared by their bits (see `_exact_key`)."""
+        key = _exact_key(key)
         with self._lock:
             if key in self._failures:
                 raise _Unsupported(self._failures[key])
@@ -214,6 +218,18 @@ class OnnxRuntimeBackend:
 
 class _Unsupported(Exception):
     pass
+
+
+def _exact_key(value: Any) -> Any:
+    """A cache key in which floats are their IEEE bits, so that values which compare equal but
+    build different models get different sessions: Python's `-0.0 == 0.0` (same hash) made a
+    HardSigmoid session built with beta -0.0 serve beta +0.0, which rounds Alpha * x + Beta to -0.0
+    where +0.0 is due; NaN (never equal to itself) would never hit the cache."""
+    if isinstance(value, (float, np.floating)):
+        return ("f64bits", struct.pack("<d", float(value)))
+    if isinstance(value, tuple):
+        return tuple(_exact_key(v) for v in value)
+    return value
 
 
 def _uniform_except(arr: np.ndarray, axis: int | None) -> bool:

@@ -176,7 +176,10 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
         edge = st.sampled_from(list(pools.get("edge", [])) or [0.0])
         floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
-        out[f.name] = st.one_of(st.sampled_from(choices or [0.0]), ordinary, edge, floats)
+        drawn = st.one_of(st.sampled_from(choices or [0.0]), ordinary, edge, floats)
+        # a FLOAT field holds a float32: record the value the desc struct holds, not the pool's
+        # double, so a case file names what ran and one descriptor has one case id
+        out[f.name] = drawn.map(lambda v: float(np.float32(v))) if f.c_type == "FLOAT" else drawn
     return out
 
 

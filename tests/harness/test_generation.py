@@ -145,3 +145,51 @@ def test_sweeps_cover_only_supported_unary_pairs():
     assert "ACTIVATION_HARD_SIGMOID-FL6.4-FLOAT16" in ids and not any(i.startswith("ACTIVATION_HARD_SIGMOID-FL6.4-INT") for i in ids)
     old = {w.id for w in sweeps(SPECS, level="2.0")}
     assert old == {"ACTIVATION_HARD_SIGMOID-FL2.0-FLOAT16", "ELEMENT_WISE_SIGN-FL2.0-FLOAT16"}
+
+
+@pytest.mark.parametrize("attrs,same_in_float32", [
+    ({"Alpha": 1 + 2.0**-24, "Beta": 0.0}, {"Alpha": 1.0, "Beta": 0.0}),                # float32(1 + 2^-24) = 1
+    ({"Alpha": 1.0, "Beta": 2.0**-25 + 2.0**-52}, {"Alpha": 1.0, "Beta": 2.0**-25}),  # float32 drops the 2^-52
+], ids=["alpha", "beta"])
+def test_generation_uses_the_float32_attributes(tmp_path, attrs, same_in_float32):
+    """Alpha and Beta are FLOAT in the desc struct: values the generator favours are computed from
+    their float32 values, so two descriptors holding the same float32 attributes get the same data.
+    HARD_SIGMOID is given a favour that reads them (the inputs where the output reaches 0 and 1):
+    for k = 1 the double attributes give 1 - 2^-24 where the float32 ones give 1.0."""
+    import shutil
+
+    from harness.descriptor import Descriptor, TensorDesc
+    from harness.spec import DEFAULT_SPECS_DIR, load_specs
+    from harness.strategies import make_input_batch
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    path = specs / "ACTIVATION_HARD_SIGMOID.yaml"
+    favour = 'generation:\n  favour:\n    - {tensor: InputTensor, expression: "(k - Beta) / Alpha", k: [0, 1], why: "clamp edges"}\n'
+    path.write_text(path.read_text().replace("\nexamples:\n", f"\n{favour}\nexamples:\n", 1))
+    spec = load_specs(specs).operator("ACTIVATION_HARD_SIGMOID")
+    assert spec.favour
+
+    def inputs(attributes):
+        tensors = {"InputTensor": TensorDesc("FLOAT32", [64]), "OutputTensor": TensorDesc("FLOAT32", [64])}
+        buffer = make_input_batch(spec, Descriptor(spec.name, tensors, dict(attributes)), seed=0, count=1)[0]["InputTensor"]
+        return np.frombuffer(buffer, np.float32)
+
+    given_attrs, rounded = inputs(attrs), inputs(same_in_float32)
+    assert (rounded == 1.0).sum() >= 5, "the favour must be exercised"
+    assert given_attrs.tobytes() == rounded.tobytes()
+
+
+def test_drawn_attributes_are_float32_values():
+    """FLOAT attributes are float32 in the desc struct: a case records the value the struct holds
+    (0.2 in the spec's pools is drawn as float32(0.2)), so its file and id name what ran."""
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    seen = set()
+
+    @QUICK
+    @given(valid_descriptors(spec, "6.4"))
+    def check(d):
+        for name, value in d.attributes.items():
+            assert np.isnan(value) or float(np.float32(value)) == value, (name, value)
+            seen.add(value)
+    check()
+    assert float(np.float32(0.2)) in seen and 0.2 not in seen

@@ -72,11 +72,24 @@ class TestHardSigmoid:
                             attributes={"Alpha": alpha, "Beta": beta})
         assert out.tolist() == want
 
-    def test_attributes_are_float32(self):
-        # 0.1 is not a float32; the reference must use float32(0.1), not the double.
-        x = np.array([3.0], np.float32)
-        out = run_reference("ACTIVATION_HARD_SIGMOID", F32, {"InputTensor": x}, attributes={"Alpha": 0.1, "Beta": 0.0})
-        assert out[0] == np.float32(np.float64(np.float32(0.1)) * 3.0)
+    @pytest.mark.parametrize("alpha,beta,x,want", [
+        # float32(1 + 2^-24) is 1.0 (a tie, to even), so the output is x itself; with the double
+        # Alpha the product is 1 - 2^-48, which rounds to 1.0.
+        (1 + 2.0**-24, 0.0, 1 - 2.0**-24, 1 - 2.0**-24),
+        # float32(2^-25 + 2^-52) is 2^-25: 0.5 + 2^-25 is a tie and rounds to even, 0.5; with the
+        # double Beta the sum lies above the tie and rounds up to 0.5 + 2^-24.
+        (1.0, 2.0**-25 + 2.0**-52, 0.5, 0.5),
+    ], ids=["alpha", "beta"])
+    def test_attributes_are_float32(self, alpha, beta, x, want):
+        # Alpha and Beta are FLOAT in the desc struct: the reference computes with their float32
+        # values. Each vector's result differs when the doubles are used (checked below), so this
+        # fails if the rounding goes.
+        assert float(np.float32(alpha)) != alpha or float(np.float32(beta)) != beta  # not float32 values
+        out = run_reference("ACTIVATION_HARD_SIGMOID", F32, {"InputTensor": np.array([x], np.float32)},
+                            attributes={"Alpha": alpha, "Beta": beta})
+        assert out[0] == np.float32(want)
+        with_doubles = np.float32(min(max(alpha * x + beta, 0.0), 1.0))  # exact in float64 for these vectors
+        assert with_doubles != np.float32(want), "test vector: the doubles must give another result"
 
     def test_correct_rounding_where_float64_lands_on_a_float32_midpoint(self):
         # Exact value 0.5 + 2^-25 + 2^-71: float64 rounds it onto the float32 midpoint 0.5 + 2^-25, and a

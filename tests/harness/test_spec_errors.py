@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.spec import DEFAULT_SPECS_DIR
+from harness.spec import DEFAULT_SPECS_DIR, load_specs
+from harness.yamlsource import SpecError, format_key_path
 
 SIGN = "ELEMENT_WISE_SIGN.yaml"
 QUANT = "ELEMENT_WISE_QUANTIZE_LINEAR.yaml"
@@ -119,8 +120,26 @@ def test_malformed_spec_is_reported_with_file_line_and_key(tmp_path, capsys, cas
         assert line.startswith(f"{target}:{expected_line}: "), line
 
 
-def test_at_least_25_malformed_cases():
-    assert len(CASES) >= 25
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_malformed_spec_stops_the_loader_with_the_same_error(tmp_path, capsys, case):
+    """`load_specs` (what `dmlconform run`, `replay` and the suite's --specs-dir use) refuses each
+    malformed spec with a SpecError naming the broken file, its key path and the message, the
+    same error `spec lint` prints."""
+    _, filename, old, new, _, key_path, message = case
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    target = specs / filename
+    text = target.read_text()
+    target.write_text(new if old is None else text.replace(old, new, 1))
+    with pytest.raises(SpecError) as raised:
+        load_specs(specs)
+    error = raised.value
+    assert Path(error.file) == target, error.render()
+    assert message in error.message, error.render()
+    if key_path:
+        assert format_key_path(error.key_path) == key_path, error.render()
+    assert main(["--specs-dir", str(specs), "spec", "lint"]) == 1
+    assert capsys.readouterr().err.strip() == error.render()
 
 
 def test_broken_shared_data_file_is_reported(tmp_path, capsys):

@@ -1,0 +1,109 @@
+"""ExpectationSet.explain: a known divergence explains a mismatch only when one expectation, for
+this operator and output (and input) type, covers EVERY mismatching element; a mismatch it covers
+in part stays a failure."""
+import numpy as np
+import pytest
+
+from backends.base import Outputs
+from harness.cases import case_from_arrays
+from harness.diff import judge
+from harness.expectations import Expectation, ExpectationSet, load_expectations
+from harness.expr import parse_formula
+from harness.layout import pack_buffer
+from tests.helpers import SPECS
+
+SIGN = "ELEMENT_WISE_SIGN"
+HSIG = "ACTIVATION_HARD_SIGMOID"
+
+
+def _item(when: str, operator: str = SIGN, data_types=("FLOAT32", "FLOAT16"), input_types=None, id_="e") -> Expectation:
+    return Expectation(id_, operator, tuple(data_types), parse_formula(when), "why", input_types)
+
+
+def _diff(op: str, x, actual, dtype: str = "FLOAT32", **attrs):
+    """The diff of a backend that returned `actual` for input `x` (packed tensors of `dtype`)."""
+    spec = SPECS.operator(op)
+    np_type = SPECS.catalog.dtype(dtype).numpy
+    case = case_from_arrays(spec, "6.4", {"InputTensor": dtype, "OutputTensor": dtype}, {"InputTensor": np.asarray(x, np_type)},
+                            attributes=attrs or None)
+    desc = case.descriptor.tensors["OutputTensor"]
+    diff = judge(spec, case, Outputs({"OutputTensor": pack_buffer(np.asarray(actual, np_type), desc, SPECS.catalog.dtype(dtype))}), True)
+    return diff
+
+
+def test_every_mismatching_element_explained_returns_the_expectation():
+    item = _item("isnan(x)")
+    diff = _diff(SIGN, [np.nan, 1.0, -2.0, np.nan], [np.nan, 1.0, -1.0, np.nan])  # Sign(NaN) = NaN, twice
+    assert diff.status == "mismatch" and diff.mismatch_count == 2
+    assert ExpectationSet("b", [item]).explain(SIGN, "FLOAT32", diff, "FLOAT32") is item
+
+
+@pytest.mark.parametrize("x,actual", [
+    ([np.nan, 1.0, -2.0], [np.nan, 1.0, 1.0]),    # explained element first, unexplained last
+    ([-2.0, 1.0, np.nan], [1.0, 1.0, np.nan]),    # unexplained first, explained last
+    ([[np.nan, 3.0], [-4.0, np.nan]], [[np.nan, -1.0], [-1.0, np.nan]]),  # 2-D: one of three unexplained
+], ids=["explained-first", "unexplained-first", "2d"])
+def test_a_partly_explained_mismatch_is_not_explained(x, actual):
+    diff = _diff(SIGN, x, actual)
+    assert diff.status == "mismatch" and diff.mismatch_count >= 2
+    assert ExpectationSet("b", [_item("isnan(x)")]).explain(SIGN, "FLOAT32", diff, "FLOAT32") is None
+
+
+def test_two_expectations_each_covering_a_part_do_not_explain_the_whole():
+    diff = _diff(SIGN, [np.nan, -2.0], [np.nan, 1.0])
+    items = [_item("isnan(x)", id_="nan"), _item("x < 0", id_="negative")]
+    assert ExpectationSet("b", items).explain(SIGN, "FLOAT32", diff, "FLOAT32") is None
+
+
+def test_the_first_expectation_that_covers_everything_is_returned():
+    diff = _diff(SIGN, [np.nan, -2.0], [np.nan, 1.0])
+    partial, full = _item("isnan(x)", id_="partial"), _item("isnan(x) | (x < 0)", id_="full")
+    assert ExpectationSet("b", [partial, full]).explain(SIGN, "FLOAT32", diff, "FLOAT32") is full
+
+
+FITS = dict(operator=SIGN, data_types=("FLOAT32",), input_types=("FLOAT32",))
+
+
+@pytest.mark.parametrize("change,ask", [
+    ({"operator": HSIG}, {}),                  # an expectation of another operator
+    ({"data_types": ("FLOAT16",)}, {}),        # of another output type
+    ({"input_types": ("FLOAT16",)}, {}),       # of another input type
+    ({}, {"operator": HSIG}),                  # asked about another operator
+    ({}, {"data_type": None}),                 # asked with no output type
+    ({}, {"input_type": "FLOAT16"}),           # asked about another input type
+], ids=["item-operator", "item-data-type", "item-input-type", "ask-operator", "ask-no-data-type", "ask-input-type"])
+def test_an_expectation_for_something_else_explains_nothing(change, ask):
+    diff = _diff(SIGN, [np.nan, 1.0], [np.nan, 1.0])
+    call = {"operator": SIGN, "data_type": "FLOAT32", "input_type": "FLOAT32"}
+    fits = _item("isnan(x)", **FITS)
+    assert ExpectationSet("b", [fits]).explain(call["operator"], call["data_type"], diff, call["input_type"]) is fits  # control
+    item = _item("isnan(x)", **{**FITS, **change})
+    call.update(ask)
+    assert ExpectationSet("b", [item]).explain(call["operator"], call["data_type"], diff, call["input_type"]) is None
+
+
+def test_nothing_to_explain():
+    items = [_item("isnan(x)"), _item("x == x")]
+    passed = _diff(SIGN, [1.0, -2.0], [1.0, -1.0])
+    assert passed.status == "pass" and ExpectationSet("b", items).explain(SIGN, "FLOAT32", passed, "FLOAT32") is None
+    unspecified = _diff(HSIG, [np.nan, 1.0], [0.0, 0.7])  # NaN into min/max: informational, no mismatching element
+    assert unspecified.status == "diverges-on-unspecified"
+    assert ExpectationSet("b", [_item("x == x", operator=HSIG)]).explain(HSIG, "FLOAT32", unspecified, "FLOAT32") is None
+
+
+def test_when_may_read_attributes():
+    item = _item("Alpha < 0", operator=HSIG)
+    wrong = _diff(HSIG, [0.25, 0.5], [0.9, 0.9], Alpha=-1.0, Beta=0.5)   # want 0.25, 0.0
+    assert wrong.mismatch_count == 2
+    assert ExpectationSet("b", [item]).explain(HSIG, "FLOAT32", wrong, "FLOAT32") is item
+    wrong_default = _diff(HSIG, [0.25, 0.5], [0.9, 0.9])                  # Alpha 0.2: not covered
+    assert ExpectationSet("b", [item]).explain(HSIG, "FLOAT32", wrong_default, "FLOAT32") is None
+
+
+def test_the_real_onnxruntime_sign_expectation():
+    expectations = load_expectations("onnxruntime")
+    explained = _diff(SIGN, [np.nan, 1.0, -2.0], [np.nan, 1.0, -1.0])
+    found = expectations.explain(SIGN, "FLOAT32", explained, "FLOAT32")
+    assert found is not None and found.id == "ort-sign-nan-propagates"
+    also_wrong = _diff(SIGN, [np.nan, 1.0, -2.0], [np.nan, 1.0, 0.0])
+    assert expectations.explain(SIGN, "FLOAT32", also_wrong, "FLOAT32") is None
