@@ -17,8 +17,15 @@ from .yamlsource import SpecError
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
+class UsageError(Exception):
+    """A bad command-line input: printed as one line, exit 2."""
+
+
 def _load(args: argparse.Namespace) -> SpecSet:
-    return load_specs(Path(args.specs_dir))
+    specs_dir = Path(args.specs_dir)
+    if not specs_dir.is_dir():
+        raise UsageError(f"--specs-dir {specs_dir}: not a directory")
+    return load_specs(specs_dir)
 
 
 def cmd_spec_lint(args: argparse.Namespace) -> int:
@@ -67,23 +74,32 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    """Rerun one case file. The file is checked whole (format, types, ranges, buffer lengths, the
+    operator and level against the specs) before any backend starts: a malformed file is one line,
+    `cannot use case file FILE: key: message`, and exit 2, never a traceback or a read out of bounds."""
     from .descriptor import Case
+    from .wellformed import CaseFormatError, check_case
+    try:
+        case = Case.load(Path(args.case_file))  # first: a malformed file needs neither the specs nor a backend
+        specs = _load(args)
+        if case.operator not in specs.operators:
+            raise CaseFormatError("descriptor.operator", f"unknown operator {case.operator!r} (no spec in {specs.directory}; "
+                                                         f"known: {', '.join(sorted(specs.operators))})")
+        spec = specs.operator(case.operator)
+        check_case(case, spec)
+    except CaseFormatError as exc:
+        print(f"cannot use case file {exc.in_file(args.case_file).render()}", file=sys.stderr)
+        return EXIT_USAGE
     from .registry import load_backend
     from .suite import run_case
-    specs = _load(args)
-    try:
-        case = Case.load(Path(args.case_file))
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        print(f"cannot read case file {args.case_file}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if case.operator not in specs.operators:
-        print(f"case operator {case.operator!r} has no spec in {specs.directory}", file=sys.stderr)
-        return EXIT_USAGE
-    spec = specs.operator(case.operator)
     worst = EXIT_OK
     for name in args.backend or ["numpy"]:
+        options: dict = {"specs": specs}
+        if name == "directml":
+            options.update(dll=args.directml_dll, adapter=args.directml_adapter, warp=args.directml_warp,
+                           debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags)
         try:
-            backend = load_backend(name, specs=specs)
+            backend = load_backend(name, **options)
         except ValueError as exc:
             print(str(exc), file=sys.stderr)
             return EXIT_USAGE
@@ -102,17 +118,45 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return worst
 
 
+def _check_run_arguments(args: argparse.Namespace) -> str | None:
+    """Everything `run` can check before it touches the reports directory: what is wrong, or None.
+
+    A typo in a backend name must not wipe the last run's report, so the run's arguments and its
+    specs are checked here, before pytest starts (which empties the results of the previous run).
+    """
+    from .registry import backend_entry_points
+    from .run_options import option_problem
+    reports = Path(args.reports_dir)
+    if reports.exists() and not reports.is_dir():
+        return f"--reports-dir {reports}: exists and is not a directory"
+    if str(args.workers) != "auto" and not (str(args.workers).isdigit()):
+        return f"--workers {args.workers}: 'auto' or a whole number >= 0"
+    specs_dir = Path(args.specs_dir)
+    if not specs_dir.is_dir():
+        return f"--specs-dir {specs_dir}: not a directory"
+    try:
+        specs = load_specs(specs_dir)
+    except SpecError as exc:
+        return f"--specs-dir {specs_dir}: {exc.render()}"
+    return option_problem(specs, backends=args.backend or [], known_backends=backend_entry_points(),
+                          levels=args.feature_level or [], operators=args.operator or [], dtypes=args.dtype or [],
+                          max_examples=args.max_examples)
+
+
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     """The conformance run: the pytest suite with JUnit XML and Allure results under the reports dir."""
     import pytest
+    problem = _check_run_arguments(args)
+    if problem:
+        print(f"dmlconform run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     reports = Path(args.reports_dir)
     reports.mkdir(parents=True, exist_ok=True)
-    for stale in (reports / "results").glob("results-*.jsonl"):
-        stale.unlink()  # a run's records describe that run only
     root = Path(__file__).resolve().parent.parent
     pytest_args = [str(root / "tests" / "conformance"), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
-                   f"--reports-dir={reports}", f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
+                   f"--reports-dir={reports}", f"--specs-dir={args.specs_dir}",
+                   f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
     for name in args.backend or []:
         pytest_args.append(f"--backend={name}")
     for level in args.feature_level or []:
@@ -126,8 +170,20 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.exhaustive:
         pytest_args.append("--exhaustive")
     code = int(pytest.main(pytest_args + extra))
+    if code == int(pytest.ExitCode.INTERRUPTED):
+        print("dmlconform run: interrupted; the run is incomplete and the gate will fail", file=sys.stderr)
+    elif code == int(pytest.ExitCode.USAGE_ERROR):
+        return EXIT_USAGE
     print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/)")
     return code
+
+
+def _reports_dir(args: argparse.Namespace) -> Path:
+    """The reports directory of matrix/report/gate; a missing one is a usage error."""
+    reports = Path(args.reports_dir)
+    if not reports.is_dir():
+        raise UsageError(f"--reports-dir {reports}: no such directory (run `dmlconform run` first)")
+    return reports
 
 
 def _records(reports: Path):
@@ -137,7 +193,7 @@ def _records(reports: Path):
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from .matrix import build_matrix, write_matrix
-    reports = Path(args.reports_dir)
+    reports = _reports_dir(args)
     cells = build_matrix(_records(reports), _load(args))
     paths = write_matrix(cells, reports)
     print(f"matrix: {len(cells)} cells -> {paths['html']}, {paths['md']}, {paths['json']}")
@@ -148,7 +204,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     import time
     from .html_report import generate_report, report_summary
     from .matrix import build_matrix, write_matrix
-    reports = Path(args.reports_dir)
+    reports = _reports_dir(args)
     start = time.perf_counter()
     write_matrix(build_matrix(_records(reports), _load(args)), reports)
     try:
@@ -163,19 +219,25 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from .gate import evaluate_gate
-    result = evaluate_gate(_records(Path(args.reports_dir)))
+    from .run_manifest import load_manifest
+    reports = _reports_dir(args)
+    result = evaluate_gate(_records(reports), load_manifest(reports / "results"))
     print("\n".join(result.summary))
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import json
-    from .matrix import compare_matrices
-    try:
-        base, new = (json.loads(Path(p).read_text()) for p in (args.base, args.new))
-    except (OSError, ValueError) as exc:
-        print(f"compare: cannot read matrix: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    """Diff two matrix.json files; an unreadable file, invalid JSON or a structure that is not a
+    matrix is one line, `compare: cannot use matrix FILE: reason`, and exit 2."""
+    from .matrix import compare_matrices, load_matrix
+    matrices = []
+    for path in (args.base, args.new):
+        try:
+            matrices.append(load_matrix(Path(path)))
+        except ValueError as exc:
+            print(f"compare: cannot use matrix {path}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    base, new = matrices
     changes = compare_matrices(base, new)
     for section, items in changes.items():
         print(f"{section}: {len(items)}")
@@ -220,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="rerun one case file on backends and print the diff")
     replay.add_argument("case_file")
     replay.add_argument("--backend", action="append", help="backend name (repeatable; default numpy)")
+    replay.add_argument("--directml-dll", default=None, help="path or version name of DirectML.dll (as in the run)")
+    replay.add_argument("--directml-adapter", type=int, default=0, help="DXGI adapter index")
+    replay.add_argument("--directml-warp", action="store_true", help="the WARP software adapter (Windows)")
+    replay.add_argument("--directml-debug-layer", action="store_true", help="the DirectML debug layer")
+    replay.add_argument("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     replay.set_defaults(func=cmd_replay)
 
     run = sub.add_parser("run", help="the conformance run (pytest suite) with reports; extra args go to pytest")
@@ -261,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return EXIT_FAIL
+    except UsageError as exc:
+        print(f"dmlconform {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,16 +1,23 @@
 """The CI gate: yes or no, with the reason.
 
-Fails on any unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed) and on
-stale expectations (an expectation that explained nothing although its operator ran on its
-backend: the divergence may be fixed, the file must say so). Prints a short summary first."""
+A green gate means every planned case ran and conformed. It fails on an incomplete run (no plan,
+a planned cell without results, records lost, no completion marker: see run_manifest), on any
+unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed, or a status it does not
+know), and on stale expectations (an expectation that explained nothing although its operator ran
+on its backend: the divergence may be fixed, the file must say so). Several records of one case
+count as the worst of them. Prints a short summary first."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .diff import FAILURES
 from .expectations import EXPECTED_DIVERGENCE, STALE, load_expectations
-from .results import CaseRecord
+from .results import CaseRecord, worst_per_case
+from .run_manifest import Manifest, check_completeness
+
+# statuses that are not failures; anything else (a failure, or a status this version does not
+# know, e.g. from a newer harness or a damaged file) fails the gate
+NON_FAILURES = {"pass", "rejected-invalid", "diverges-on-unspecified", "unsupported", EXPECTED_DIVERGENCE}
 
 
 @dataclass
@@ -21,18 +28,15 @@ class GateResult:
     stale: list[str] = field(default_factory=list)
 
 
-def evaluate_gate(records: list[CaseRecord], expectations_dir=None) -> GateResult:
+def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectations_dir=None) -> GateResult:
+    """The verdict on a run's records and its manifest (None: no plan was found, which fails)."""
+    completeness = check_completeness(manifest or Manifest(run_id=None), records)
     if not records:
-        return GateResult(False, ["no results: did the run happen? (reports/results/*.jsonl is empty)"])
-    seen: set[tuple] = set()
-    unique = []
-    for r in records:
-        key = (r.backend, r.case_id, r.kind, r.feature_level)
-        if key not in seen:
-            seen.add(key)
-            unique.append(r)
+        summary = ["no results: no case ran (reports/results/*.jsonl is empty)"] + completeness.lines
+        return GateResult(False, summary + ["GATE: FAIL"])
+    unique = worst_per_case(records)
     counts = Counter(r.status for r in unique)
-    failures = [r for r in unique if r.status in FAILURES and r.status != STALE]
+    failures = [r for r in unique if r.status not in NON_FAILURES and r.status != STALE]
     stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
     for backend in sorted({r.backend for r in unique}):
         exp = load_expectations(backend) if expectations_dir is None else load_expectations(backend, expectations_dir)
@@ -41,7 +45,8 @@ def evaluate_gate(records: list[CaseRecord], expectations_dir=None) -> GateResul
                 ran = sum(1 for r in unique if r.backend == backend and r.operator == item.operator)
                 if ran:
                     stale.append(f"{backend}:{item.id} has no probe and explained none of {ran} case(s) this run")
-    summary = [f"{len(unique)} case(s) on {', '.join(sorted({r.backend for r in unique}))}: "
+    summary = list(completeness.lines)
+    summary += [f"{len(unique)} case(s) on {', '.join(sorted({r.backend for r in unique}))}: "
                + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
     if failures:
         summary.append(f"{len(failures)} unexpected failure(s):")
@@ -55,6 +60,6 @@ def evaluate_gate(records: list[CaseRecord], expectations_dir=None) -> GateResul
         summary += [f"  {s}" for s in stale]
     if counts.get(EXPECTED_DIVERGENCE):
         summary.append(f"{counts[EXPECTED_DIVERGENCE]} known divergence(s) explained by expectation files")
-    passed = not failures and not stale
+    passed = completeness.ok and not failures and not stale
     summary.append("GATE: PASS" if passed else "GATE: FAIL")
     return GateResult(passed, summary, failures, stale)

@@ -48,6 +48,28 @@ class ResultWriter:
         self._file.close()
 
 
+# From worst to best: when one case has several records (a retried cell, a case run again after a
+# crash), the case counts as its worst outcome, so that no later crash or mismatch can vanish.
+SEVERITY = ["crashed", "mismatch", "rejected-valid", "accepted-invalid", "stale-expectation", "expected-divergence",
+            "unsupported", "diverges-on-unspecified", "rejected-invalid", "pass"]
+
+
+def severity(status: str) -> int:
+    """Lower is worse; an unknown status counts as worst of all (never as a pass)."""
+    return SEVERITY.index(status) if status in SEVERITY else -1
+
+
+def worst_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
+    """One record per (backend, case, kind, level): the worst one, in first-seen order."""
+    chosen: dict[tuple, CaseRecord] = {}
+    for r in records:
+        key = (r.backend, r.case_id, r.kind, r.feature_level)
+        current = chosen.get(key)
+        if current is None or severity(r.status) < severity(current.status):
+            chosen[key] = r
+    return list(chosen.values())
+
+
 def read_records(directory: Path) -> Iterator[CaseRecord]:
     """Every record of a run directory; a torn last line (interrupted write) is skipped."""
     for path in sorted(directory.glob("results-*.jsonl")):

@@ -9,7 +9,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.base import Crashed
+from backends.base import Capabilities, Crashed, RunResult
 from .descriptor import Case
 from .diff import FAILURES, DiffResult, judge
 from .expectations import EXPECTED_DIVERGENCE, ExpectationSet
@@ -18,6 +18,7 @@ from .prefetch import start_reference
 from .results import CaseRecord, ResultWriter
 from .spec import OperatorSpec
 from .strategies import primary_input
+from .wellformed import check_case
 
 
 @dataclass
@@ -50,8 +51,12 @@ def case_data_type(spec: OperatorSpec, case: Case) -> str:
     return t.data_type if t is not None else "?"
 
 
-def replay_command(case_file: Path, backend: str) -> str:
-    return f"dmlconform replay {shlex.quote(str(case_file))} --backend {backend}"
+def replay_command(case_file: Path, backend) -> str:
+    """The command that reruns a case exactly as the run did: the backend with the options that
+    change what it computes (a DirectML backend's DLL, adapter, flags), as `replay_args()` names them."""
+    options = getattr(backend, "replay_args", lambda: [])()
+    words = ["dmlconform", "replay", str(case_file), "--backend", backend.name, *options]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]:
@@ -76,14 +81,23 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
              expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
              cases_dir: Path | None = None, test_id: str = "") -> Outcome:
     """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
-    level = judging_level(backend, case)
-    capabilities = backend.capabilities()
-    if not capabilities.is_reference:  # the reference backend computes it in its own call
-        start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
+    check_case(case, spec)  # CaseFormatError: nothing malformed reaches a backend (harness/wellformed.py)
+    result: RunResult | None = None
     try:
-        result = backend.run(case)
-    except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
-        result = Crashed(f"{type(exc).__name__}: {exc}")
+        capabilities = backend.capabilities()
+    except Exception as exc:  # noqa: BLE001 - e.g. a runner that cannot be restarted: this case crashed
+        capabilities = Capabilities()
+        result = Crashed(f"the backend could not report its capabilities: {type(exc).__name__}: {exc}")
+    # a real device is judged at its own maximum level (a descriptor invalid only at a lower level
+    # must be accepted); a backend that emulates any level is judged at the case's level
+    level = capabilities.max_feature_level or case.feature_level
+    if result is None:
+        if not capabilities.is_reference:  # the reference backend computes it in its own call
+            start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
+        try:
+            result = backend.run(case)
+        except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
+            result = Crashed(f"{type(exc).__name__}: {exc}")
     diff = judge(spec, case, result, capabilities.validates_descriptors, level)
     status = diff.status
     expectation = None
@@ -112,6 +126,6 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
         lines.append(f"known divergence {expectation}")
     if case_file is not None:
         lines.append(f"case file: {case_file}")
-        lines.append(f"replay:    {replay_command(case_file, backend.name)}")
+        lines.append(f"replay:    {replay_command(case_file, backend)}")
     return Outcome(status, diff, record, case_file, "\n".join(lines))
 

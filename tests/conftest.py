@@ -1,10 +1,17 @@
 """pytest options and fixtures of the conformance suite (tests/conformance) and shared set-up.
 
 Options: --backend (repeatable), --feature-level (repeatable), --operator, --dtype, --max-examples,
---exhaustive, --fp32-chunks, --reports-dir. Hypothesis profiles: --hypothesis-profile ci|dev|thorough.
+--exhaustive, --fp32-chunks, --reports-dir, --specs-dir. Hypothesis profiles: --hypothesis-profile
+ci|dev|thorough.
+
+A session that runs the conformance suite is a run: after its options are checked (never before:
+a typo must not wipe the last report) it empties the results, case files and Allure results of
+the reports directory, writes its plan at collection, a marker per finished cell, and a completion
+marker when it ends normally (harness.run_manifest); the gate refuses a run without them.
 """
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,11 +22,15 @@ from harness.expectations import load_expectations
 from harness.profiles import register_profiles
 from harness.registry import DEFAULT_BACKENDS, backend_entry_points, load_backend
 from harness.results import ResultWriter
-from harness.spec import load_specs
+from harness.run_options import option_problem
+from harness.run_manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
+from harness.spec import DEFAULT_SPECS_DIR, load_specs
 from harness.suite import device_level
+from harness.yamlsource import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
-SPECS = load_specs()
+CONFORMANCE_DIR = ROOT / "tests" / "conformance"
+SPECS = load_specs()  # the default specs, for the harness's own tests; a run uses config.dml_specs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,6 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--exhaustive", action="store_true", help="add the chunked fp32 sweeps (all 2^32 patterns)")
     group.addoption("--fp32-chunks", default=None, help="with --exhaustive: comma-separated chunk numbers (0-255) instead of all")
     group.addoption("--reports-dir", default=str(ROOT / "reports"), help="where results, case files and the Hypothesis database go")
+    group.addoption("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
     group.addoption("--directml-dll", default=None, help="path or version name of DirectML.dll for the directml backend")
     group.addoption("--directml-adapter", type=int, default=0, help="DXGI adapter index for the directml backend")
     group.addoption("--directml-warp", action="store_true", help="use the WARP software adapter (Windows)")
@@ -40,24 +52,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
 
 
+def _load_run_specs(config: pytest.Config):
+    """The specs of --specs-dir; a broken spec stops the session with its file:line: key: message."""
+    specs_dir = Path(config.getoption("specs_dir"))
+    if specs_dir.resolve() == DEFAULT_SPECS_DIR.resolve():
+        return SPECS
+    if not specs_dir.is_dir():
+        raise pytest.UsageError(f"--specs-dir {specs_dir}: not a directory")
+    try:
+        return load_specs(specs_dir)
+    except SpecError as exc:
+        raise pytest.UsageError(f"--specs-dir {specs_dir}: {exc.render()}") from None
+
+
+def _check_reports_dir(config: pytest.Config) -> Path:
+    reports = Path(config.getoption("reports_dir"))
+    if reports.exists() and not reports.is_dir():
+        raise pytest.UsageError(f"--reports-dir {reports}: exists and is not a directory")
+    return reports
+
+
+def _runs_conformance(config: pytest.Config) -> bool:
+    """Whether this session collects the conformance suite (and so is a run that owns the reports
+    directory): an argument at or above tests/conformance, or inside it."""
+    for arg in config.args or [str(config.rootpath)]:
+        path = Path(str(arg).split("::", 1)[0])
+        path = (Path(config.invocation_params.dir) / path).resolve()
+        if path == CONFORMANCE_DIR or CONFORMANCE_DIR in path.parents or path in CONFORMANCE_DIR.parents:
+            return True
+    return False
+
+
 def _check_choices(config: pytest.Config) -> None:
     """Bad option values stop the run with what is allowed."""
-    levels = [l.name for l in SPECS.catalog.levels]
-    for level in config.getoption("feature_level") or []:
-        if level not in levels:
-            raise pytest.UsageError(f"--feature-level {level!r}: allowed: {', '.join(levels)}")
-    for op in config.getoption("operator") or []:
-        if op not in SPECS.operators:
-            raise pytest.UsageError(f"--operator {op!r}: allowed: {', '.join(sorted(SPECS.operators))}")
-    for t in config.getoption("dtype") or []:
-        if t not in SPECS.catalog.data_types:
-            raise pytest.UsageError(f"--dtype {t!r}: allowed: {', '.join(SPECS.catalog.data_types)}")
-    known = backend_entry_points()
-    for b in config.getoption("backend") or []:
-        if b not in known:
-            raise pytest.UsageError(f"--backend {b!r}: installed backends: {', '.join(sorted(known))}")
-    if config.getoption("data_per_descriptor") < 1:
-        raise pytest.UsageError("--data-per-descriptor: a whole number >= 1")
+    problem = option_problem(config.dml_specs, backends=config.getoption("backend") or [],
+                             known_backends=backend_entry_points(), levels=config.getoption("feature_level") or [],
+                             operators=config.getoption("operator") or [], dtypes=config.getoption("dtype") or [],
+                             max_examples=config.getoption("max_examples"),
+                             data_per_descriptor=config.getoption("data_per_descriptor"))
+    if problem:
+        raise pytest.UsageError(problem)
     chunks = config.getoption("fp32_chunks")
     if chunks:
         try:
@@ -70,19 +104,29 @@ def _check_choices(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
-    reports = Path(config.getoption("reports_dir"))
+    config.dml_specs = _load_run_specs(config)
+    reports = _check_reports_dir(config)
     register_profiles(reports)
     if not config.getoption("hypothesis_profile", default=None):
         settings.load_profile("ci")
     _check_choices(config)
+    is_worker = hasattr(config, "workerinput")
+    config.dml_is_run = _runs_conformance(config)
+    if is_worker:
+        config.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
+    else:
+        config.dml_run_id = uuid.uuid4().hex
+        if config.dml_is_run:  # checked above; now the previous run's files may go
+            _clear_previous_run(config, reports)
     # the xdist worker id from the config, not the environment: a pytest run started inside an
     # xdist worker (the harness's own report tests) inherits PYTEST_XDIST_WORKER but is no worker
     worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
     config.dml_backends = {}
     config.dml_unavailable = {}
     names = config.getoption("backend") or DEFAULT_BACKENDS
+    config.dml_requested = set(config.getoption("backend") or [])
     for name in names:
-        options = {"specs": SPECS}
+        options = {"specs": config.dml_specs}
         if name == "directml":
             options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
@@ -98,19 +142,84 @@ def pytest_configure(config: pytest.Config) -> None:
         else:
             config.dml_unavailable[name] = reason
     config.dml_writer = ResultWriter(reports / "results", worker)
+    config.dml_cells = CellWriter(reports / "results", worker)
+    config.dml_worker = worker
     config.dml_expectations = {name: load_expectations(name) for name in names}
     config.dml_cases_dir = reports / "cases"
     config.dml_names = names
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """environment.properties and categories.json for the Allure report (controller or single process)."""
+def _clear_previous_run(config: pytest.Config, reports: Path) -> None:
+    """Each run starts with empty results, case files and Allure results (history.jsonl stays)."""
+    clear_run_files(reports / "results")
+    cases = reports / "cases"
+    if cases.is_dir():
+        for path in cases.glob("*.yaml"):
+            path.unlink()
+    alluredir = config.getoption("allure_report_dir", default=None)
+    if alluredir and Path(alluredir).is_dir():
+        for path in Path(alluredir).iterdir():
+            if path.is_file():
+                path.unlink()
+
+
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: every worker writes under the controller's run id."""
+    node.workerinput["dml_run_id"] = node.config.dml_run_id
+
+
+def _planned_cell(item: pytest.Item, per_descriptor: int, max_examples: int) -> PlannedCell | None:
+    """The plan entry of one conformance test, from its parameters (None for other tests)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    params = {k: v for k, v in callspec.params.items() if isinstance(v, tuple)}  # not an empty parameter set
+    skip = item.get_closest_marker("skip")
+    reason = (skip.kwargs.get("reason") or (skip.args[0] if skip.args else "skipped")) if skip else None
+    if "valid_cell" in params:
+        backend, op, level, dtype = params["valid_cell"]
+        return PlannedCell(item.nodeid, backend, op, level, dtype, "valid", max_examples * per_descriptor, False, reason)
+    if "invalid_cell" in params:
+        backend, op, level, rule = params["invalid_cell"]
+        return PlannedCell(item.nodeid, backend, op, level, rule, "invalid", max_examples, False, reason)
+    if "example_cell" in params:
+        backend, op, name = params["example_cell"]
+        return PlannedCell(item.nodeid, backend, op, "", name, "example", 1, True, reason)
+    if "sweep_cell" in params:
+        backend, sweep = params["sweep_cell"]
+        return PlannedCell(item.nodeid, backend, sweep.operator, sweep.level, sweep.id, "sweep", 1, True, reason)
+    if "probe_cell" in params:
+        backend, expectation = params["probe_cell"]
+        return PlannedCell(item.nodeid, backend, "", "", expectation, "probe", 1, True, reason)
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The run's plan: every conformance cell collected, with its case budget or skip reason."""
     config = session.config
+    if not getattr(config, "dml_is_run", False):
+        return
+    max_examples = config.getoption("max_examples") or settings().max_examples
+    per = config.getoption("data_per_descriptor")
+    cells = [c for c in (_planned_cell(i, per, max_examples) for i in session.items) if c is not None]
+    backends = {name: {"available": name in config.dml_backends, "requested": name in config.dml_requested,
+                       "reason": config.dml_unavailable.get(name, "")} for name in config.dml_names}
+    write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The completion marker (a normal end only), then environment.properties and categories.json
+    for the Allure report (controller or single process)."""
+    config = session.config
+    if not hasattr(config, "workerinput") and getattr(config, "dml_is_run", False) \
+            and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
+    specs = config.dml_specs
     alluredir = config.getoption("allure_report_dir", default=None)
     if not alluredir or hasattr(config, "workerinput"):
         return
     from harness.allure_report import write_run_files
-    env = {"specs": str(SPECS.directory)}
+    env = {"specs": str(specs.directory)}
     profile = config.getoption("hypothesis_profile", default=None) or "ci"
     env["hypothesis.profile"] = profile
     env["hypothesis.seed"] = str(config.getoption("hypothesis_seed", default=None) or ("derandomized" if profile == "ci" else "random"))
@@ -120,7 +229,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             env[f"backend.{name}"] = f"not available: {config.dml_unavailable.get(name, '')}"
             continue
         env[f"backend.{name}"] = backend.version()
-        env[f"backend.{name}.max_feature_level"] = device_level(backend, SPECS)
+        env[f"backend.{name}.max_feature_level"] = device_level(backend, specs)
         if name == "directml":
             info = backend.info()
             env["directml.dll"] = str(backend._dll)
@@ -132,24 +241,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     for backend in getattr(config, "dml_backends", {}).values():
         backend.close()
-    writer = getattr(config, "dml_writer", None)
-    if writer is not None:
-        writer.close()
+    for name in ("dml_writer", "dml_cells"):
+        writer = getattr(config, name, None)
+        if writer is not None:
+            writer.close()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     if not getattr(config, "dml_names", None) or not any("conformance" in str(a) for a in config.args + [str(config.rootpath)]):
         return
     tr = terminalreporter
+    specs = config.dml_specs
     tr.section("dmlconform backends")
     for name in config.dml_names:
         if name in config.dml_backends:
             backend = config.dml_backends[name]
-            tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, SPECS)})")
+            tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, specs)})")
         else:
             tr.write_line(f"skipped: {name}: {config.dml_unavailable.get(name, 'not loaded')}")
 
 
 @pytest.fixture(scope="session")
-def specs():
-    return SPECS
+def specs(request):
+    return request.config.dml_specs

@@ -28,3 +28,21 @@ def bits(values, dtype) -> np.ndarray:
 def from_bits(patterns, dtype) -> np.ndarray:
     width = np.dtype(dtype).itemsize * 8
     return np.asarray(patterns, dtype=f"uint{width}").view(dtype)
+
+
+def directml_or_skip(**options):
+    """A started DirectML backend, or a skip with the reason; a failure instead when the stack is
+    required (DMLCONFORM_REQUIRE_DIRECTML=1, as in .ci/run)."""
+    import os
+
+    import pytest
+
+    from backends.directml import DirectMLBackend
+    backend = DirectMLBackend(SPECS, **options)
+    ok, reason = backend.available()
+    if not ok:
+        backend.close()
+        if os.environ.get("DMLCONFORM_REQUIRE_DIRECTML") == "1":
+            pytest.fail(f"DirectML stack required but not available: {reason}")
+        pytest.skip(f"DirectML stack not available: {reason}")
+    return backend

@@ -16,11 +16,14 @@ from harness.directml_dlls import dll_file_version, resolve
 from harness.layout import total_bytes
 from harness.spec import SpecSet, load_specs
 from harness.validator import validate
+from harness.wellformed import CaseFormatError, check_case
 
 from ..base import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
 from .process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
 
 EXEC_FLAGS = {"ALLOW_HALF_PRECISION_COMPUTATION": 0x1, "DISABLE_META_COMMANDS": 0x2}
+JSON_EXACT_INTEGER = 2**53  # the runner's JSON reader holds numbers as doubles
+MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend stops trying
 
 
 def runner_path() -> Path:
@@ -36,13 +39,19 @@ class DirectMLBackend:
         self.dll_name = dll
         self.adapter, self.warp, self.debug_layer = adapter, warp, debug_layer
         if isinstance(exec_flags, str):
-            exec_flags = sum(EXEC_FLAGS[f.strip()] for f in exec_flags.split("|") if f.strip())
+            names = [f.strip() for f in exec_flags.split("|") if f.strip()]
+            unknown = [n for n in names if n not in EXEC_FLAGS]
+            if unknown:
+                raise ValueError(f"unknown DirectML execution flag(s) {', '.join(unknown)}; known: {', '.join(EXEC_FLAGS)}")
+            exec_flags = sum(EXEC_FLAGS[n] for n in names)
         self.exec_flags = int(exec_flags)
         self.timeout = timeout
         self._process: RunnerProcess | None = None
         self._info: dict | None = None
         self._dll: Path | None = None
         self._unavailable: str | None = None
+        self._failed_starts = 0
+        self._gave_up: str | None = None  # why the runner is not started again
 
     # --- availability ------------------------------------------------------------------------
     def _config(self) -> RunnerConfig:
@@ -64,16 +73,46 @@ class DirectMLBackend:
         return True, ""
 
     def _ensure(self) -> RunnerProcess:
+        """The running runner, started (again) if needed. After MAX_FAILED_STARTS starts in a row
+        that failed, it stops trying: every later case is `crashed` at once with the reason,
+        instead of each one paying a start-up timeout (or the harness raising)."""
+        if self._gave_up is not None:
+            raise RunnerDied(self._gave_up)
         if self._process is None:
             self._process = RunnerProcess(self._config())
         if not self._process.alive:
-            self._process.start()
-            header, _ = self._process.request({"cmd": "info"}, [], self.timeout)
+            try:
+                self._process.start()
+                header, _ = self._process.request({"cmd": "info"}, [], self.timeout)
+            except (RunnerDied, OSError) as exc:
+                self._failed_starts += 1
+                if self._failed_starts >= MAX_FAILED_STARTS:
+                    self._gave_up = f"the runner could not be restarted ({self._failed_starts} failed starts in a row): {exc}"
+                raise RunnerDied(str(exc)) from exc
+            self._failed_starts = 0
             self._info = header
         return self._process
 
+    def replay_args(self) -> list[str]:
+        """The `dmlconform replay` options that recreate this backend (only those not at their default)."""
+        args: list[str] = []
+        if self.dll_name:
+            args += ["--directml-dll", str(self.dll_name)]
+        if self.adapter:
+            args += ["--directml-adapter", str(self.adapter)]
+        if self.warp:
+            args.append("--directml-warp")
+        if self.debug_layer:
+            args.append("--directml-debug-layer")
+        if self.exec_flags:
+            names = [name for name, bit in EXEC_FLAGS.items() if self.exec_flags & bit]
+            args += ["--directml-exec-flags", "|".join(names)]
+        return args
+
     def info(self) -> dict:
-        self._ensure()
+        """What the runner reported at its last start (adapter, feature level, types); started once if never."""
+        if self._info is None:
+            self._ensure()
         assert self._info is not None
         return self._info
 
@@ -106,7 +145,14 @@ class DirectMLBackend:
 
     # --- running ----------------------------------------------------------------------------
     def _unrepresentable(self, case: Case) -> str | None:
+        """Why the runner cannot pass `case` to DirectML as written, or None. Field ranges, data
+        types and buffer lengths are check_case's (run_case calls it first; repeated here for
+        direct callers, so nothing truncated ever reaches the runner)."""
         spec = self.specs.operator(case.operator)
+        try:
+            check_case(case, spec)
+        except CaseFormatError as exc:
+            return f"not expressible in the C structs: {exc}"
         fields = {f.name for f in spec.tensor_fields}
         for name, t in case.descriptor.tensors.items():
             if name not in fields:
@@ -115,10 +161,8 @@ class DirectMLBackend:
                 continue
             if len(t.sizes) != t.dim_count or (t.strides is not None and len(t.strides) != t.dim_count):
                 return "Sizes/Strides are pointers to DimensionCount entries in the C ABI: a length mismatch is not expressible"
-            if t.data_type not in self.specs.catalog.data_types:
-                return f"unknown data type {t.data_type}"
-            if t.dim_count > 16 or any(s > 0xFFFFFFFF for s in t.sizes):
-                return "more than 16 dimensions or a size beyond UINT32 is not expressible by this runner"
+            if t.total_bytes is not None and t.total_bytes > JSON_EXACT_INTEGER:
+                return "a TotalTensorSizeInBytes above 2^53 does not pass exactly through the runner's JSON (read as a double)"
         if case.descriptor.aliases and not self.debug_layer:
             verdict = validate(spec, case.descriptor, case.feature_level)
             if {"in_place.not_allowed", "in_place.layout_mismatch"} & verdict.rule_ids:
@@ -173,7 +217,7 @@ class DirectMLBackend:
             process = self._ensure()
             reply, outs = process.request(header, buffers, self.timeout)
         except RunnerDied as exc:
-            self.close()  # the next case starts a new runner
+            self.close()  # the next case starts a new runner (unless it could not be restarted)
             return Crashed(str(exc))
         status = reply.get("status")
         if status == "ok":  # one buffer per present output, in field order

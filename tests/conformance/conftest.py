@@ -6,21 +6,21 @@ import pytest
 from harness.strategies import candidate_rules, coverage_plan, primary_input, rule_reachable
 from harness.suite import device_level
 from harness.sweeps import sweeps
-from tests.conftest import SPECS
 
 
 def _levels_for(config, backend_name: str) -> list[tuple[str, str | None]]:
     """(level, skip reason or None) to test for a backend."""
+    specs = config.dml_specs
     backend = config.dml_backends.get(backend_name)
     requested = config.getoption("feature_level")
     if backend is None:
-        return [(lvl, None) for lvl in (requested or [SPECS.catalog.newest_level.name])]
-    own = device_level(backend, SPECS)
+        return [(lvl, None) for lvl in (requested or [specs.catalog.newest_level.name])]
+    own = device_level(backend, specs)
     if not requested:
         return [(own, None)]
     out = []
     for lvl in requested:
-        if SPECS.catalog.level_order(lvl) > SPECS.catalog.level_order(own):
+        if specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
             out.append((lvl, f"device maximum feature level is {own}, below {lvl}"))
         else:
             out.append((lvl, None))
@@ -28,8 +28,9 @@ def _levels_for(config, backend_name: str) -> list[tuple[str, str | None]]:
 
 
 def _operators(config):
+    specs = config.dml_specs
     chosen = config.getoption("operator")
-    return [SPECS.operators[n] for n in sorted(SPECS.operators) if not chosen or n in chosen]
+    return [specs.operators[n] for n in sorted(specs.operators) if not chosen or n in chosen]
 
 
 def _param(values, id_, skip):
@@ -45,6 +46,7 @@ def _unavailable(config, backend):
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
+    specs = config.dml_specs
     dtypes = config.getoption("dtype")
     params = []
     if "valid_cell" in metafunc.fixturenames:
@@ -54,7 +56,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     if spec.table_at(level) is None:
                         continue
                     types = sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)},
-                                   key=lambda t: SPECS.catalog.dtype(t).enum)
+                                   key=lambda t: specs.catalog.dtype(t).enum)
                     for t in types:
                         if dtypes and t not in dtypes:
                             continue
@@ -93,7 +95,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         chosen_ops = config.getoption("operator")
         for backend in config.dml_names:
             for level, skip in _levels_for(config, backend):
-                found = sweeps(SPECS, operators=chosen_ops, level=level, include_fp32=config.getoption("exhaustive"),
+                found = sweeps(specs, operators=chosen_ops, level=level, include_fp32=config.getoption("exhaustive"),
                                fp32_chunks=[int(c) for c in chunks.split(",")] if chunks else None)
                 for sweep in found:
                     if dtypes and sweep.data_type not in dtypes:

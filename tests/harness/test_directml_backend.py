@@ -9,22 +9,13 @@ import signal
 import numpy as np
 import pytest
 
-from backends.directml import DirectMLBackend
 from harness.cases import case_from_arrays
 from harness.descriptor import TensorDesc
 from harness.suite import run_case
-from tests.helpers import SPECS
+from tests.helpers import SPECS, directml_or_skip
 
 
-def _backend(**kw):
-    backend = DirectMLBackend(SPECS, **kw)
-    ok, reason = backend.available()
-    if not ok:
-        backend.close()
-        if os.environ.get("DMLCONFORM_REQUIRE_DIRECTML") == "1":
-            pytest.fail(f"DirectML stack required but not available: {reason}")
-        pytest.skip(f"DirectML stack not available: {reason}")
-    return backend
+_backend = directml_or_skip
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,10 @@ import pytest
 from harness.cli import main
 from harness.gate import evaluate_gate
 from harness.matrix import build_matrix, compare_matrices, matrix_html, matrix_json, matrix_markdown
-from harness.results import CaseRecord, ResultWriter, read_records
+from harness.results import CaseRecord, read_records
 from harness.spec import DEFAULT_SPECS_DIR
 from harness.spec_diff import diff_sources
+from tests.harness.run_files import write_run
 from tests.helpers import SPECS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,10 +154,7 @@ def test_spec_diff_git_revisions(capsys):
 
 
 def _write(tmp_path, records):
-    writer = ResultWriter(tmp_path / "results")
-    for r in records:
-        writer.write(r)
-    writer.close()
+    write_run(tmp_path, records)  # a complete run: plan, cell markers, completion marker
 
 
 def test_gate_all_pass(tmp_path, capsys):
@@ -182,7 +180,7 @@ def test_gate_stale_expectation(tmp_path, capsys):
 
 
 def test_gate_without_results_fails(tmp_path):
-    assert not evaluate_gate([]).passed
+    assert not evaluate_gate([], None).passed
 
 
 def test_interrupted_run_keeps_finished_records(tmp_path):

@@ -57,3 +57,34 @@ class CrashingBackend(NumpyReferenceBackend):
 
     def run(self, case):
         raise RuntimeError("segfault in the driver (simulated)")
+
+
+class CrashEveryThirdBackend(NumpyReferenceBackend):
+    """The reference, except that every third case raises (a driver crash in the middle of a cell)."""
+
+    name = "broken-every-third"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+
+    def run(self, case):
+        self.calls += 1
+        if self.calls % 3 == 0:
+            raise RuntimeError(f"driver crash on call {self.calls} (simulated)")
+        return super().run(case)
+
+
+class KillsItsWorkerBackend(NumpyReferenceBackend):
+    """The reference, except that a UINT8 case kills the whole process running it (SIGKILL), as a
+    driver that takes the test process down would: the pytest-xdist worker dies mid-cell."""
+
+    name = "broken-kills-worker"
+
+    def run(self, case):
+        import os
+        import signal
+        t = next((d for d in case.descriptor.tensors.values() if d is not None), None)
+        if t is not None and t.data_type == "UINT8":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().run(case)
