@@ -6,20 +6,23 @@ output's TotalTensorSizeInBytes (an in-place output writes into the aliased inpu
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from harness import __version__
-from harness.descriptor import Case
-from harness.layout import output_buffer
-from harness.reference import expected_for
-from harness.spec import SpecSet, load_specs
-from harness.validator import validate
+from harness.model.descriptor import Case
+from harness.model.layout import output_buffer
+from harness.reference.evaluate import expected_for
+from harness.spec.operator import SpecSet, load_specs
+from harness.model.validator import validate
 
-from .base import Capabilities, Outputs, Rejected, RunResult, Unsupported
+from harness.model.backend import Capabilities, Outputs, Rejected, RunResult, Unsupported
 
 
 class NumpyReferenceBackend:
     name = "numpy"
+    expectations_dir = Path(__file__).resolve().parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, **_: object) -> None:
         self.specs = specs or load_specs()

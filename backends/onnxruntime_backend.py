@@ -15,14 +15,16 @@ import struct
 import threading
 from typing import Any
 
+from pathlib import Path
+
 import numpy as np
 
-from harness.descriptor import Case
-from harness.layout import output_buffer, read_logical
-from harness.spec import SpecSet, load_specs
-from harness.validator import validate
+from harness.model.descriptor import Case
+from harness.model.layout import output_buffer, read_logical
+from harness.spec.operator import SpecSet, load_specs
+from harness.model.validator import validate
 
-from .base import Capabilities, Crashed, Outputs, RunResult, Unsupported
+from harness.model.backend import Capabilities, Crashed, Outputs, RunResult, Unsupported
 
 IR_VERSION = 10   # ONNX Runtime 1.31 reads models up to IR version 10
 OPSET = 21
@@ -34,6 +36,7 @@ _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
 
 class OnnxRuntimeBackend:
     name = "onnxruntime"
+    expectations_dir = Path(__file__).resolve().parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, provider: str = "CPUExecutionProvider", **_: Any) -> None:
         self.specs = specs or load_specs()

@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backends.directml import DirectMLBackend  # noqa: E402
 from common import fresh  # noqa: E402
-from harness.cases import case_from_arrays  # noqa: E402
-from harness.diff import judge  # noqa: E402
-from harness.spec import load_specs  # noqa: E402
-from harness.sweeps import sweep_case, sweeps  # noqa: E402
+from harness.generate.cases import case_from_arrays  # noqa: E402
+from harness.judge.diff import judge  # noqa: E402
+from harness.spec.operator import load_specs  # noqa: E402
+from harness.generate.sweeps import sweep_case, sweeps  # noqa: E402
 
 SPECS = load_specs()
 

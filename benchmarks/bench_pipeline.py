@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import fresh  # noqa: E402
-from harness.allocator import keep_freed_memory  # noqa: E402
-from harness.cases import case_from_arrays  # noqa: E402
-from harness.suite import run_case  # noqa: E402
-from harness.registry import load_backend  # noqa: E402
-from harness.spec import load_specs  # noqa: E402
-from harness.strategies import valid_case_batches, valid_cases  # noqa: E402
+from harness.run.allocator import keep_freed_memory  # noqa: E402
+from harness.generate.cases import case_from_arrays  # noqa: E402
+from harness.run.case import run_case  # noqa: E402
+from harness.run.registry import load_backend  # noqa: E402
+from harness.spec.operator import load_specs  # noqa: E402
+from harness.generate.strategies import valid_case_batches, valid_cases  # noqa: E402
 
 SPECS = load_specs()
 FAST = settings(max_examples=100_000, deadline=None, database=None, derandomize=True,

@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backends.numpy_reference import NumpyReferenceBackend  # noqa: E402
 from common import fresh  # noqa: E402
-from harness.allocator import keep_freed_memory  # noqa: E402
-from harness.cases import case_from_arrays  # noqa: E402
-from harness.spec import load_specs  # noqa: E402
+from harness.run.allocator import keep_freed_memory  # noqa: E402
+from harness.generate.cases import case_from_arrays  # noqa: E402
+from harness.spec.operator import load_specs  # noqa: E402
 
 SPECS = load_specs()
 REF = NumpyReferenceBackend(SPECS)

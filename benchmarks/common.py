@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.descriptor import Case  # noqa: E402
+from harness.model.descriptor import Case  # noqa: E402
 
 
 def fresh(case: Case) -> Case:

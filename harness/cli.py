@@ -9,10 +9,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .allocator import keep_freed_memory
-from .spec import DEFAULT_SPECS_DIR, SpecSet, lint_specs, load_specs, operator_files
-from .spec_show import render_spec
-from .yamlsource import SpecError
+from harness.run.allocator import keep_freed_memory
+from harness.spec.operator import DEFAULT_SPECS_DIR, SpecSet, lint_specs, load_specs, operator_files
+from harness.spec.show import render_spec
+from harness.spec.source import SpecError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -61,7 +61,7 @@ def cmd_spec_show(args: argparse.Namespace) -> int:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from .registry import DEFAULT_BACKENDS, describe_backends
+    from harness.run.registry import DEFAULT_BACKENDS, describe_backends
     specs = _load(args)
     infos = describe_backends(specs=specs)
     width = max(len(i.name) for i in infos)
@@ -77,8 +77,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Rerun one case file. The file is checked whole (format, types, ranges, buffer lengths, the
     operator and level against the specs) before any backend starts: a malformed file is one line,
     `cannot use case file FILE: key: message`, and exit 2, never a traceback or a read out of bounds."""
-    from .descriptor import Case
-    from .wellformed import CaseFormatError, check_case
+    from harness.model.descriptor import Case
+    from harness.model.wellformed import CaseFormatError, check_case
     try:
         case = Case.load(Path(args.case_file))  # first: a malformed file needs neither the specs nor a backend
         specs = _load(args)
@@ -90,8 +90,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except CaseFormatError as exc:
         print(f"cannot use case file {exc.in_file(args.case_file).render()}", file=sys.stderr)
         return EXIT_USAGE
-    from .registry import load_backend
-    from .suite import run_case
+    from harness.run.registry import expectations_for, load_backend
+    from harness.run.case import run_case
     worst = EXIT_OK
     for name in args.backend or ["numpy"]:
         options: dict = {"specs": specs}
@@ -108,9 +108,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"{name}: not available: {reason}")
             worst = EXIT_FAIL
             continue
-        from .expectations import load_expectations
         kind = "valid" if case.expect_valid else "invalid"
-        outcome = run_case(backend, spec, case, kind, expectations=load_expectations(name))
+        outcome = run_case(backend, spec, case, kind, expectations=expectations_for(name))
         print(outcome.message)
         backend.close()
         if outcome.failed:
@@ -124,8 +123,8 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
     A typo in a backend name must not wipe the last run's report, so the run's arguments and its
     specs are checked here, before pytest starts (which empties the results of the previous run).
     """
-    from .registry import backend_entry_points
-    from .run_options import option_problem
+    from harness.run.registry import backend_entry_points
+    from harness.run.options import option_problem
     reports = Path(args.reports_dir)
     if reports.exists() and not reports.is_dir():
         return f"--reports-dir {reports}: exists and is not a directory"
@@ -152,8 +151,8 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         return EXIT_USAGE
     reports = Path(args.reports_dir)
     reports.mkdir(parents=True, exist_ok=True)
-    root = Path(__file__).resolve().parent.parent
-    pytest_args = [str(root / "tests" / "conformance"), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+    from harness.run.plugin import CONFORMANCE_MODULE
+    pytest_args = [str(CONFORMANCE_MODULE), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
                    f"--reports-dir={reports}", f"--specs-dir={args.specs_dir}",
                    f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
@@ -187,12 +186,12 @@ def _reports_dir(args: argparse.Namespace) -> Path:
 
 
 def _records(reports: Path):
-    from .results import read_records
+    from harness.run.results import read_records
     return list(read_records(reports / "results"))
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from .matrix import build_matrix, write_matrix
+    from harness.report.matrix import build_matrix, write_matrix
     reports = _reports_dir(args)
     cells = build_matrix(_records(reports), _load(args))
     paths = write_matrix(cells, reports)
@@ -202,8 +201,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     import time
-    from .html_report import generate_report, report_summary
-    from .matrix import build_matrix, write_matrix
+    from harness.report.html import generate_report, report_summary
+    from harness.report.matrix import build_matrix, write_matrix
     reports = _reports_dir(args)
     start = time.perf_counter()
     write_matrix(build_matrix(_records(reports), _load(args)), reports)
@@ -218,8 +217,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from .gate import evaluate_gate
-    from .run_manifest import load_manifest
+    from harness.report.gate import evaluate_gate
+    from harness.run.manifest import load_manifest
     reports = _reports_dir(args)
     result = evaluate_gate(_records(reports), load_manifest(reports / "results"))
     print("\n".join(result.summary))
@@ -229,7 +228,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Diff two matrix.json files; an unreadable file, invalid JSON or a structure that is not a
     matrix is one line, `compare: cannot use matrix FILE: reason`, and exit 2."""
-    from .matrix import compare_matrices, load_matrix
+    from harness.report.matrix import compare_matrices, load_matrix
     matrices = []
     for path in (args.base, args.new):
         try:
@@ -247,7 +246,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_spec_diff(args: argparse.Namespace) -> int:
-    from .spec_diff import diff_sources, render
+    from harness.spec.compare import diff_sources, render
     try:
         changes = diff_sources(args.old, args.new)
     except ValueError as exc:
@@ -298,10 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--exhaustive", action="store_true", help="add the chunked fp32 sweeps")
     run.add_argument("--profile", choices=["ci", "dev", "thorough"], default="ci", help="Hypothesis profile (default: ci)")
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
-    run.add_argument("--reports-dir", default=str(Path(__file__).resolve().parent.parent / "reports"))
+    run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
     run.set_defaults(func=cmd_run)
 
-    reports_default = str(Path(__file__).resolve().parent.parent / "reports")
+    reports_default = "reports"
     for name, func, text in [("matrix", cmd_matrix, "write the conformance matrix (HTML, Markdown, JSON) from a run's results"),
                              ("report", cmd_report, "build the HTML report (Allure 3) and the matrix under the reports dir"),
                              ("gate", cmd_gate, "exit non-zero on unexpected failures or stale expectations")]:

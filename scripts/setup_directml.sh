@@ -58,13 +58,13 @@ JSON
 DLL="$D/dll/$DML_WHEEL_VERSION/DirectML.dll"
 if [ ! -f "$DLL" ]; then
   log "fetching DirectML.dll from onnxruntime-directml==$DML_WHEEL_VERSION"
-  "$ROOT/.venv/bin/python" -m harness.directml_dlls fetch "$DML_WHEEL_VERSION" --dest "$D/dll" \
+  "$ROOT/.venv/bin/python" -m backends.directml.dlls fetch "$DML_WHEEL_VERSION" --dest "$D/dll" \
     || fail "cannot fetch onnxruntime-directml==$DML_WHEEL_VERSION from PyPI"
 fi
 for w in $DML_OLD_WHEELS; do
   if [ ! -f "$D/dll/$w/DirectML.dll" ]; then
     log "fetching the older DirectML.dll of onnxruntime-directml==$w"
-    "$ROOT/.venv/bin/python" -m harness.directml_dlls fetch "$w" --dest "$D/dll" >/dev/null || log "warning: could not fetch wheel $w"
+    "$ROOT/.venv/bin/python" -m backends.directml.dlls fetch "$w" --dest "$D/dll" >/dev/null || log "warning: could not fetch wheel $w"
   fi
 done
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from backends.numpy_reference import NumpyReferenceBackend
-from harness.cases import case_from_arrays, output_values
-from harness.spec import load_specs
+from harness.generate.cases import case_from_arrays, output_values
+from harness.spec.operator import load_specs
 
 SPECS = load_specs()
 REFERENCE = NumpyReferenceBackend(SPECS)

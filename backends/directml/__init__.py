@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.descriptor import Case
-from harness.directml_dlls import dll_file_version, resolve
-from harness.layout import total_bytes
-from harness.spec import SpecSet, load_specs
-from harness.validator import validate
-from harness.wellformed import CaseFormatError, check_case
+from harness.model.descriptor import Case
+from backends.directml.dlls import dll_file_version, resolve
+from harness.model.layout import total_bytes
+from harness.spec.operator import SpecSet, load_specs
+from harness.model.validator import validate
+from harness.model.wellformed import CaseFormatError, check_case
 
-from ..base import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
-from .process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
+from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
+from backends.directml.process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
 
 EXEC_FLAGS = {"ALLOW_HALF_PRECISION_COMPUTATION": 0x1, "DISABLE_META_COMMANDS": 0x2}
 JSON_EXACT_INTEGER = 2**53  # the runner's JSON reader holds numbers as doubles
@@ -32,6 +32,7 @@ def runner_path() -> Path:
 
 class DirectMLBackend:
     name = "directml"
+    expectations_dir = Path(__file__).resolve().parent.parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
                  debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = 60.0, **_: Any) -> None:

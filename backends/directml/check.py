@@ -5,10 +5,10 @@ import sys
 
 import numpy as np
 
-from harness.cases import case_from_arrays, output_values
-from harness.spec import load_specs
+from harness.generate.cases import case_from_arrays, output_values
+from harness.spec.operator import load_specs
 
-from . import DirectMLBackend
+from backends.directml import DirectMLBackend
 
 
 def main() -> int:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 MAGIC = 0x524C4D44
 ROOT = Path(__file__).resolve().parents[2]
-STACK_DIR = ROOT / ".cache" / "directml"
+# the stack set up by scripts/setup_directml.sh; DMLCONFORM_DIRECTML_STACK names another (an unpacked copy)
+STACK_DIR = Path(os.environ.get("DMLCONFORM_DIRECTML_STACK") or ROOT / ".cache" / "directml")
 
 
 class RunnerDied(Exception):

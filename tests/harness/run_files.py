@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.results import CaseRecord, ResultWriter
-from harness.run_manifest import CellWriter, PlannedCell, write_complete, write_plan
+from harness.run.results import CaseRecord, ResultWriter
+from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
 
 RUN_ID = "test-run"
 

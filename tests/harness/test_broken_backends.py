@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck
 
-from harness import registry
-from harness.cases import case_from_arrays
-from harness.strategies import invalid_cases
-from harness.suite import run_case
+from harness.run import registry
+from harness.generate.cases import case_from_arrays
+from harness.generate.strategies import invalid_cases
+from harness.run.case import run_case
 from tests.helpers import SPECS
 from tests.plugins.broken_backend import AcceptEverythingBackend, CrashingBackend, FlushNegZeroBackend
 
@@ -67,7 +67,7 @@ def test_backends_are_discovered_through_entry_points(monkeypatch):
 
 def test_short_output_buffer_is_a_mismatch_not_an_out_of_bounds_read():
     """A backend that returns fewer bytes than the output's layout spans: judged, never read past."""
-    from backends.base import Outputs
+    from harness.model.backend import Outputs
 
     class ShortOutput(FlushNegZeroBackend):
         def run(self, case):

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from backends.base import Crashed, Outputs, Rejected, Unsupported
-from harness.cases import case_from_arrays
-from harness.descriptor import TensorDesc
-from harness.diff import judge, ulp_distance
-from harness.layout import pack_buffer
+from harness.model.backend import Crashed, Outputs, Rejected, Unsupported
+from harness.generate.cases import case_from_arrays
+from harness.model.descriptor import TensorDesc
+from harness.judge.diff import judge, ulp_distance
+from harness.model.layout import pack_buffer
 from tests.helpers import SPECS, from_bits
 
 F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}

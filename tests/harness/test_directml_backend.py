@@ -9,9 +9,9 @@ import signal
 import numpy as np
 import pytest
 
-from harness.cases import case_from_arrays
-from harness.descriptor import TensorDesc
-from harness.suite import run_case
+from harness.generate.cases import case_from_arrays
+from harness.model.descriptor import TensorDesc
+from harness.run.case import run_case
 from tests.helpers import SPECS, directml_or_skip
 
 

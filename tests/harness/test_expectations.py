@@ -4,12 +4,13 @@ in part stays a failure."""
 import numpy as np
 import pytest
 
-from backends.base import Outputs
-from harness.cases import case_from_arrays
-from harness.diff import judge
-from harness.expectations import Expectation, ExpectationSet, load_expectations
-from harness.expr import parse_formula
-from harness.layout import pack_buffer
+from harness.model.backend import Outputs
+from harness.generate.cases import case_from_arrays
+from harness.judge.diff import judge
+from harness.judge.expectations import Expectation, ExpectationSet
+from harness.run.registry import expectations_for
+from harness.spec.expr import parse_formula
+from harness.model.layout import pack_buffer
 from tests.helpers import SPECS
 
 SIGN = "ELEMENT_WISE_SIGN"
@@ -101,7 +102,7 @@ def test_when_may_read_attributes():
 
 
 def test_the_real_onnxruntime_sign_expectation():
-    expectations = load_expectations("onnxruntime")
+    expectations = expectations_for("onnxruntime")
     explained = _diff(SIGN, [np.nan, 1.0, -2.0], [np.nan, 1.0, -1.0])
     found = expectations.explain(SIGN, "FLOAT32", explained, "FLOAT32")
     assert found is not None and found.id == "ort-sign-nan-propagates"

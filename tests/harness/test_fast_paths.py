@@ -15,16 +15,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import harness.reference as reference
-from backends.base import Outputs
-from harness.allocator import keep_freed_memory
-from harness.cases import case_from_arrays
-from harness.descriptor import Case, TensorDesc
-from harness.diff import judge
-from harness.expr import EvalContext, _select, parse_formula
-from harness.layout import pack_buffer
-from harness.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
-from harness.reference import expected_for
+import harness.reference.evaluate as reference
+from harness.model.backend import Outputs
+from harness.run.allocator import keep_freed_memory
+from harness.generate.cases import case_from_arrays
+from harness.model.descriptor import Case, TensorDesc
+from harness.judge.diff import judge
+from harness.spec.expr import EvalContext, _select, parse_formula
+from harness.model.layout import pack_buffer
+from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
+from harness.reference.evaluate import expected_for
 from tests.helpers import SPECS
 
 N = 5000  # above the size where the branch-free selection is used
@@ -173,7 +173,7 @@ def fresh_copy(case: Case) -> Case:
 
 def _blocking_prefetch(monkeypatch, gate: threading.Event):
     """Start a prefetch whose work waits for `gate`."""
-    import harness.prefetch as prefetch
+    import harness.reference.prefetch as prefetch
     monkeypatch.setattr(prefetch, "_warm", lambda spec, case: gate.wait(30))
     spec = SPECS.operator("ELEMENT_WISE_SIGN")
     values = np.zeros(PREFETCH_MIN_ELEMENTS, np.float32)
@@ -249,8 +249,8 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
 def test_run_case_prefetches_for_other_backends_only(monkeypatch):
     """The reference backend computes the reference in its own call: a prefetch thread would only
     add a hand-off. Any other backend gets the reference started before its call."""
-    import harness.suite as suite
-    from backends.base import Capabilities
+    import harness.run.case as suite
+    from harness.model.backend import Capabilities
     from tests.helpers import REFERENCE
 
     started = []

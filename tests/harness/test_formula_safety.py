@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from harness.expr import (FLOAT, INTEGER, MAX_FORMULA_DEPTH, EvalContext, FormulaError, KindFacts, check_kinds,
+from harness.spec.expr import (FLOAT, INTEGER, MAX_FORMULA_DEPTH, EvalContext, FormulaError, KindFacts, check_kinds,
                           parse_formula)
 
 HOSTILE = [

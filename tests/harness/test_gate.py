@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.cli import main
-from harness.gate import evaluate_gate
-from harness.results import CaseRecord, read_records, worst_per_case
-from harness.run_manifest import PlannedCell, load_manifest
+from harness.report.gate import evaluate_gate
+from harness.run.results import CaseRecord, read_records, worst_per_case
+from harness.run.manifest import PlannedCell, load_manifest
 from tests.harness.run_files import write_run
 
 

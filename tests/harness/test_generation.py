@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.layout import read_logical
-from harness.strategies import (candidate_rules, coverage_plan, invalid_cases, rule_reachable, table_cells, valid_cases,
+from harness.model.layout import read_logical
+from harness.generate.strategies import (candidate_rules, coverage_plan, invalid_cases, rule_reachable, table_cells, valid_cases,
                                 valid_descriptors, valid_type_assignments)
-from harness.sweeps import sweep_case, sweeps
-from harness.validator import validate
+from harness.generate.sweeps import sweep_case, sweeps
+from harness.model.validator import validate
 from tests.helpers import SPECS
 
 OPERATORS = sorted(SPECS.operators)
@@ -65,7 +65,7 @@ def test_invalid_cases_break_exactly_their_rule(op):
 
 
 def test_every_rule_id_is_reached_by_some_operator():
-    from harness.validator import GENERIC_RULES
+    from harness.model.validator import GENERIC_RULES
     reached = {r for op in SPECS.operators.values() for lvl in LEVELS for r in candidate_rules(op) if rule_reachable(op, lvl, r)}
     all_rules = set(GENERIC_RULES) | {c.rule_id for op in SPECS.operators.values() for c in op.constraints}
     assert reached == all_rules
@@ -158,9 +158,9 @@ def test_generation_uses_the_float32_attributes(tmp_path, attrs, same_in_float32
     for k = 1 the double attributes give 1 - 2^-24 where the float32 ones give 1.0."""
     import shutil
 
-    from harness.descriptor import Descriptor, TensorDesc
-    from harness.spec import DEFAULT_SPECS_DIR, load_specs
-    from harness.strategies import make_input_batch
+    from harness.model.descriptor import Descriptor, TensorDesc
+    from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+    from harness.generate.strategies import make_input_batch
     specs = tmp_path / "specs"
     shutil.copytree(DEFAULT_SPECS_DIR, specs)
     path = specs / "ACTIVATION_HARD_SIGMOID.yaml"

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from harness.cases import case_from_arrays, output_values
-from harness.descriptor import TensorDesc
-from harness.layout import minimum_bytes, output_overlaps, pack_buffer, packed_strides, read_logical, span_elements
+from harness.generate.cases import case_from_arrays, output_values
+from harness.model.descriptor import TensorDesc
+from harness.model.layout import minimum_bytes, output_overlaps, pack_buffer, packed_strides, read_logical, span_elements
 from tests.helpers import REFERENCE, SPECS
 
 RNG = np.random.default_rng(7)

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from harness.cases import example_case, output_values
-from harness.reference import expected_for
+from harness.generate.cases import example_case, output_values
+from harness.reference.evaluate import expected_for
 from tests.helpers import REFERENCE, SPECS, bits, from_bits, run_reference
 
 F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
@@ -109,7 +109,7 @@ class TestHardSigmoid:
 
     def test_nan_is_marked_unspecified(self):
         spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
-        from harness.cases import case_from_arrays
+        from harness.generate.cases import case_from_arrays
         case = case_from_arrays(spec, "6.4", F32, {"InputTensor": from_bits(NAN_PAYLOADS_F32 + [0x3F800000], np.float32)})
         expected = expected_for(spec, case)
         assert expected.unspecified("OutputTensor").tolist() == [True] * len(NAN_PAYLOADS_F32) + [False]
@@ -174,7 +174,7 @@ class TestQuantizeLinear:
 
     def test_nan_and_zero_scale_are_unspecified_not_invented(self):
         spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
-        from harness.cases import case_from_arrays
+        from harness.generate.cases import case_from_arrays
         case = case_from_arrays(spec, "6.4", QUANT_TYPES, {
             "InputTensor": np.array([np.nan, 1.0, 1.0, 0.0, 2.0], np.float32),
             "ScaleTensor": np.array([1.0, 0.0, np.nan, 0.0, 1.0], np.float32), "ZeroPointTensor": np.zeros(5)})
@@ -184,7 +184,7 @@ class TestQuantizeLinear:
 
     def test_tie_mask(self):
         spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
-        from harness.cases import case_from_arrays
+        from harness.generate.cases import case_from_arrays
         case = case_from_arrays(spec, "6.4", QUANT_TYPES, {
             "InputTensor": np.array([2.5, 2.4, -0.5, 3.0], np.float32), "ScaleTensor": np.ones(4, np.float32),
             "ZeroPointTensor": np.zeros(4)})

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness.cases import case_from_arrays
+from harness.generate.cases import case_from_arrays
 from harness.cli import main
-from harness.descriptor import Case
-from harness.expectations import load_expectations
-from harness.registry import load_backend
-from harness.strategies import candidate_rules, invalid_cases, rule_reachable, valid_case_batches
-from harness.suite import run_case
+from harness.model.descriptor import Case
+from harness.run.registry import expectations_for
+from harness.run.registry import load_backend
+from harness.generate.strategies import candidate_rules, invalid_cases, rule_reachable, valid_case_batches
+from harness.run.case import run_case
 from tests.helpers import SPECS
 
 LEVEL = SPECS.catalog.newest_level.name
@@ -48,7 +48,7 @@ def _fresh_run(name: str, case: Case):
     try:
         spec = SPECS.operator(case.operator)
         result = backend.run(case)
-        outcome = run_case(backend, spec, case, "valid" if case.expect_valid else "invalid", expectations=load_expectations(name))
+        outcome = run_case(backend, spec, case, "valid" if case.expect_valid else "invalid", expectations=expectations_for(name))
         return result, outcome
     finally:
         backend.close()
@@ -71,7 +71,7 @@ def test_verdict_does_not_depend_on_the_cases_run_before(tmp_path, capsys, betas
     backend instance: the second one's output and verdict equal its replay from the case file."""
     backend = _backend("onnxruntime")
     spec = SPECS.operator(HSIG)
-    expectations = load_expectations("onnxruntime")
+    expectations = expectations_for("onnxruntime")
     first, second = (_hsig_case(b) for b in betas)
     assert first.case_id != second.case_id
     run_case(backend, spec, first, "valid", expectations=expectations)
@@ -132,7 +132,7 @@ def test_saved_case_replays_to_the_same_case_and_verdict(tmp_path, op, backend_n
     output bits and the same verdict as the suite's run did."""
     shared = _backend(backend_name)
     spec = SPECS.operator(op)
-    expectations = load_expectations(backend_name)
+    expectations = expectations_for(backend_name)
     cases = _sample(op)
     assert cases
     for i, case in enumerate(cases):
@@ -157,7 +157,7 @@ def test_replay_command_names_the_backend_options_that_change_the_result(tmp_pat
     """A case found with an older DirectML.dll or execution flags replays with the same ones."""
     from backends.directml import DirectMLBackend
     from harness.cli import build_parser
-    from harness.suite import replay_command
+    from harness.run.case import replay_command
     backend = DirectMLBackend(SPECS, dll="1.14.1", adapter=1, exec_flags="ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     command = replay_command(tmp_path / "case.yaml", backend)
     assert command == (f"dmlconform replay {tmp_path / 'case.yaml'} --backend directml --directml-dll 1.14.1 "

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.gate import evaluate_gate
-from harness.matrix import build_matrix, compare_matrices, matrix_html, matrix_json, matrix_markdown
-from harness.results import CaseRecord, read_records
-from harness.spec import DEFAULT_SPECS_DIR
-from harness.spec_diff import diff_sources
+from harness.report.gate import evaluate_gate
+from harness.report.matrix import build_matrix, compare_matrices, matrix_html, matrix_json, matrix_markdown
+from harness.run.results import CaseRecord, read_records
+from harness.spec.operator import DEFAULT_SPECS_DIR
+from harness.spec.compare import diff_sources
 from tests.harness.run_files import write_run
 from tests.helpers import SPECS
 
@@ -62,7 +62,7 @@ def test_allure_results_have_labels_parameters_and_attachments(small_run):
 
 
 def test_html_report_renders_in_a_browser(small_run):
-    from harness.html_report import generate_report, render_in_browser, report_summary
+    from harness.report.html import generate_report, render_in_browser, report_summary
     try:
         index = generate_report(small_run / "allure-results", small_run / "allure-report", small_run / "history.jsonl")
     except FileNotFoundError as exc:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.spec import DEFAULT_SPECS_DIR, load_specs
-from harness.yamlsource import SpecError, format_key_path
+from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.source import SpecError, format_key_path
 
 SIGN = "ELEMENT_WISE_SIGN.yaml"
 QUANT = "ELEMENT_WISE_QUANTIZE_LINEAR.yaml"

@@ -6,7 +6,7 @@ of the YAML files, so that a typo in either is caught.
 """
 import pytest
 
-from harness.spec import load_specs
+from harness.spec.operator import load_specs
 
 SIGN_41 = ["FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"]
 SIGN_30 = ["FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"]

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from harness.descriptor import Descriptor, TensorDesc
-from harness.validator import GENERIC_RULES, validate
+from harness.model.descriptor import Descriptor, TensorDesc
+from harness.model.validator import GENERIC_RULES, validate
 from tests.helpers import SPECS
 
 

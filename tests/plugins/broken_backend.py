@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.base import Capabilities, Outputs
+from harness.model.backend import Capabilities, Outputs
 from backends.numpy_reference import NumpyReferenceBackend
-from harness.cases import output_values
-from harness.layout import write_logical
-from harness.reference import compute_outputs
+from harness.generate.cases import output_values
+from harness.model.layout import write_logical
+from harness.reference.evaluate import compute_outputs
 
 
 class FlushNegZeroBackend(NumpyReferenceBackend):

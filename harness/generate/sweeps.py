@@ -1,0 +1,89 @@
+"""Exhaustive sweeps: every value of every 8- and 16-bit type through every unary operator.
+
+A unary operator is one whose formula reads a single input tensor. Each sweep is one case: a
+1-D tensor (or the smallest shape the newest table allows) holding every bit pattern once, with
+attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and opt-in.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.generate.cases import case_from_arrays
+from harness.model.descriptor import Case
+from harness.spec.operator import OperatorSpec, SpecSet
+from harness.generate.values import all_values
+
+FP32_CHUNK = 1 << 24
+
+
+@dataclass(frozen=True)
+class Sweep:
+    operator: str
+    data_type: str
+    level: str
+    chunk: int = 0  # for chunked fp32 sweeps
+
+    @property
+    def id(self) -> str:
+        suffix = f"-chunk{self.chunk}" if self.data_type == "FLOAT32" else ""
+        return f"{self.operator}-FL{self.level}-{self.data_type}{suffix}"
+
+
+def is_unary(spec: OperatorSpec) -> bool:
+    return len(spec.formula.inputs) == 1 and len(spec.input_fields) == 1
+
+
+def _shape_for(spec: OperatorSpec, level: str, count: int) -> list[int]:
+    table = spec.table_at(level)
+    assert table is not None
+    lo = max(cell.dims[0] for cell in table.tensors.values())
+    return [1] * (lo - 1) + [count]
+
+
+def sweeps(specs: SpecSet, operators: list[str] | None = None, level: str | None = None,
+           include_fp32: bool = False, fp32_chunks: list[int] | None = None) -> list[Sweep]:
+    """Every (unary operator, 8/16-bit type) pair the level's table supports (type used for all tensors)."""
+    level = level or specs.catalog.newest_level.name
+    out = []
+    for spec in specs.operators.values():
+        if operators and spec.name not in operators:
+            continue
+        table = spec.table_at(level)
+        if table is None or not is_unary(spec):
+            continue
+        common = set.intersection(*(set(cell.types) for cell in table.tensors.values()))
+        for name in sorted(common, key=lambda n: specs.catalog.dtype(n).enum):
+            dtype = specs.catalog.dtype(name)
+            if dtype.bits in (8, 16) and dtype.has_numpy:
+                out.append(Sweep(spec.name, name, level))
+            elif name == "FLOAT32" and include_fp32:
+                for chunk in fp32_chunks if fp32_chunks is not None else range((1 << 32) // FP32_CHUNK):
+                    out.append(Sweep(spec.name, name, level, chunk))
+    return out
+
+
+def sweep_values(specs: SpecSet, sweep: Sweep) -> np.ndarray:
+    dtype = specs.catalog.dtype(sweep.data_type)
+    if sweep.data_type == "FLOAT32":
+        start = sweep.chunk * FP32_CHUNK
+        return np.arange(start, start + FP32_CHUNK, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return all_values(dtype)
+
+
+def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
+    spec = specs.operator(sweep.operator)
+    values = sweep_values(specs, sweep)
+    sizes = _shape_for(spec, sweep.level, len(values))
+    types = {f.name: sweep.data_type for f in spec.tensor_fields}
+    case = case_from_arrays(spec, sweep.level, types, {spec.input_fields[0].name: values.reshape(sizes)}, sizes=sizes,
+                            origin=f"sweep:{sweep.id}")
+    case.tags = ["exhaustive"]
+    return case
+
+
+def iter_sweep_cases(specs: SpecSet, **kw) -> Iterator[Case]:
+    for sweep in sweeps(specs, **kw):
+        yield sweep_case(specs, sweep)

@@ -1,0 +1,302 @@
+"""The diff engine: a backend's result against the reference, under the spec's comparison rules.
+
+Classifications (`Status`): pass; mismatch (a failure); diverges-on-unspecified (informational:
+the backend differs only where the docs leave the result open, or at rounding ties); unsupported
+(the backend cannot express the case: not a pass); rejected-valid (a failure); accepted-invalid
+(a failure for backends that validate DirectML descriptors); crashed (a failure, the run goes on);
+rejected-invalid (the expected rejection: a pass for invalid cases).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from harness.model.descriptor import Case
+from harness.model.layout import read_logical, span_elements
+from harness.reference.evaluate import Expected, expected_for
+from harness.spec.operator import Comparison, OperatorSpec
+from harness.model.validator import validate
+
+PASS, MISMATCH, UNSPECIFIED = "pass", "mismatch", "diverges-on-unspecified"
+UNSUPPORTED, REJECTED_VALID, ACCEPTED_INVALID = "unsupported", "rejected-valid", "accepted-invalid"
+CRASHED, REJECTED_INVALID = "crashed", "rejected-invalid"
+FAILURES = {MISMATCH, REJECTED_VALID, ACCEPTED_INVALID, CRASHED, "stale-expectation"}
+STATUSES = [PASS, REJECTED_INVALID, UNSPECIFIED, UNSUPPORTED, MISMATCH, REJECTED_VALID, ACCEPTED_INVALID, CRASHED]
+MAX_REPORTED = 10
+
+
+@dataclass
+class ElementReport:
+    index: tuple[int, ...]
+    inputs: dict[str, str]
+    expected: str
+    actual: str
+    expected_hex: str
+    actual_hex: str
+    ulp: int | None
+
+
+@dataclass
+class DiffResult:
+    status: str
+    summary: str
+    output: str | None = None
+    data_type: str | None = None
+    elements: int = 0
+    mismatch_count: int = 0
+    unspecified_count: int = 0
+    tie_count: int = 0
+    flushed_count: int = 0
+    first: list[ElementReport] = field(default_factory=list)
+    # ULP distance of every element, flat (float outputs that failed or diverged; None otherwise)
+    ulp_errors: np.ndarray | None = None
+    bad_mask: np.ndarray | None = None    # elements that failed the comparison (None: none did)
+    expected: Expected | None = None
+    unspecified_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURES
+
+    def table(self) -> str:
+        """The first mismatching elements, as a table people read."""
+        if not self.first:
+            return ""
+        rows = [("index", "inputs", "expected", "actual", "expected hex", "actual hex", "ULP")]
+        for e in self.first:
+            rows.append((str(list(e.index)), ", ".join(f"{k}={v}" for k, v in e.inputs.items()), e.expected, e.actual,
+                         e.expected_hex, e.actual_hex, "" if e.ulp is None else str(e.ulp)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def render(self) -> str:
+        parts = [f"{self.status}: {self.summary}"]
+        if self.first:
+            parts.append(self.table())
+        return "\n".join(parts)
+
+
+def _hex(value: np.generic) -> str:
+    arr = np.asarray(value)
+    width = arr.dtype.itemsize
+    return f"0x{int(arr.view(f'uint{width * 8}')):0{width * 2}x}"
+
+
+def _fmt(value: np.generic) -> str:
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f":
+        v = float(arr)
+        if np.isnan(v):
+            return "nan"
+        if v == 0:
+            return "-0.0" if np.signbit(v) else "0.0"
+        return repr(np.float32(v).item()) if arr.dtype == np.float32 else repr(arr.item())
+    return str(arr.item())
+
+
+def ordered_key(values: np.ndarray) -> np.ndarray:
+    """Floats mapped to integers that count representable values: ULP distance is a difference.
+    +0 and -0 both map to 0."""
+    width = values.dtype.itemsize * 8
+    ints = values.view(f"int{width}").astype(np.int64)
+    minimum = np.int64(-(1 << (width - 1)))
+    return np.where(ints < 0, minimum - ints, ints)
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|key(a) - key(b)| as Python-safe int64 (float64 keys may overflow: clipped)."""
+    ka, kb = ordered_key(a), ordered_key(b)
+    with np.errstate(over="ignore"):
+        diff = ka - kb
+    return np.abs(diff)
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return values.view(f"uint{values.dtype.itemsize * 8}")
+
+
+def _rules_ok(comparison: Comparison, expected: np.ndarray, actual: np.ndarray,
+              atol: np.ndarray | None) -> np.ndarray:
+    """The float comparison rules on elements that differ bit for bit."""
+    e_nan, a_nan = np.isnan(expected), np.isnan(actual)
+    if comparison.nan_payload == "exact":
+        width = expected.dtype.itemsize * 8
+        nan_ok = e_nan & a_nan & (expected.view(f"uint{width}") == actual.view(f"uint{width}"))
+    else:
+        nan_ok = e_nan & a_nan
+    both_zero = (expected == 0) & (actual == 0)
+    zero_ok = both_zero & (np.signbit(expected) == np.signbit(actual))
+    if comparison.kind == "exact":
+        value_ok = (expected == actual) & ~both_zero
+    else:
+        ulps = ulp_distance(expected, actual)
+        finite = np.isfinite(expected) & np.isfinite(actual)
+        value_ok = (expected == actual) & ~both_zero  # infinities must match exactly
+        within = finite & ~both_zero & (ulps <= comparison.max_ulp)
+        if atol is not None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                within |= finite & ~both_zero & (np.abs(expected.astype(np.float64) - actual.astype(np.float64)) <= atol)
+        value_ok |= within
+    return np.where(e_nan | a_nan, nan_ok, value_ok | zero_ok)
+
+
+def _near_same_sign(expected: np.ndarray, actual: np.ndarray, max_ulp: int) -> np.ndarray:
+    """Elements that pass the ULP rule for the plainest reason: both finite, same sign bit, at
+    most `max_ulp` representable values apart (for floats of one sign the bit patterns count the
+    values between them). This is what a backend that rounds differently produces in most
+    differing elements; deciding it in a few integer passes keeps them out of the full rules
+    (NaN, signed zeros, infinities, atol), which see the rest."""
+    signed = np.dtype(f"int{expected.dtype.itemsize * 8}")
+    a, b = expected.view(signed), actual.view(signed)
+    exponent = np.array(np.inf, dtype=expected.dtype).view(signed)  # all exponent bits set
+    finite = ((a & exponent) != exponent) & ((b & exponent) != exponent)
+    with np.errstate(over="ignore"):
+        distance = np.abs(a - b)  # same sign: no wrap-around beyond the type's range
+    return finite & ((a ^ b) >= 0) & (distance <= max_ulp) & (distance >= 0)
+
+
+def _accepted(comparison: Comparison, expected: np.ndarray, actual: np.ndarray,
+              atol: Callable[[np.ndarray], np.ndarray | None]) -> np.ndarray:
+    """Which elements that differ bit for bit the spec's rules accept. `atol(positions)` gives
+    the absolute slack at those positions of these arrays (evaluated only if needed)."""
+    if comparison.kind == "bitwise" or expected.dtype.kind in "iub":
+        return np.zeros(expected.shape, dtype=bool)
+    ok = np.zeros(expected.shape, dtype=bool)
+    if comparison.kind == "ulp" and comparison.max_ulp > 0:
+        ok = _near_same_sign(expected, actual, comparison.max_ulp)
+    rest = np.flatnonzero(~ok)
+    if rest.size:
+        ok[rest] = _rules_ok(comparison, expected[rest], actual[rest], atol(rest))
+    return ok
+
+
+def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected | None = None) -> DiffResult:
+    """Compare a backend's output buffers with the reference.
+
+    Elements equal bit for bit pass at once (the common case costs one comparison of the bits).
+    The rules (NaN, signed zeros, ULPs, the spec's atol, fp32 denormal flushes, rounding ties,
+    unspecified regions) are then applied to the elements that differ only, gathered by index.
+    """
+    catalog = spec.catalog
+    assert catalog is not None
+    expected = expected or expected_for(spec, case)
+    name = spec.formula.output
+    desc = case.descriptor.tensors[name]
+    assert desc is not None
+    out_type = catalog.dtype(desc.data_type)
+    want = expected.outputs[name]
+    if name not in buffers:
+        return DiffResult(MISMATCH, f"the backend returned no {name}", name, out_type.name)
+    need = span_elements(desc.sizes, desc.strides) * out_type.size_bytes
+    if len(buffers[name]) < need:  # never read past what the backend returned
+        return DiffResult(MISMATCH, f"the backend returned {len(buffers[name])} bytes of {name}; its layout needs {need}",
+                          name, out_type.name)
+    got = read_logical(buffers[name], desc, out_type.numpy)
+    comparison = spec.comparison_for(out_type.name)
+    same = _bits(want) == _bits(got)
+    if same.all():
+        return DiffResult(PASS, f"{same.size} elements of {name} ({out_type.name}) match", name, out_type.name,
+                          elements=int(same.size), expected=expected)
+
+    index = np.flatnonzero(~same)  # the differing elements, by flat index
+    want_d, got_d = want.reshape(-1)[index], got.reshape(-1)[index]
+    def atol_at(positions: np.ndarray) -> np.ndarray | None:
+        return expected.atol(name, index[positions])
+
+    ok = _accepted(comparison, want_d, got_d, atol_at)
+    flushed = np.zeros(index.shape, dtype=bool)
+    ties = np.zeros(index.shape, dtype=bool)
+    unspecified_d = np.zeros(index.shape, dtype=bool)
+    if not ok.all():
+        alternative = None
+        if comparison.flush_denormals and expected.flush_matters(name, index[~ok]):
+            alternative = expected.flushed(name)
+        if alternative is not None:
+            alt_d = alternative.reshape(-1)[index]
+            alt_ok = _bits(alt_d) == _bits(got_d)
+            alt_ok |= _accepted(comparison, alt_d, got_d, atol_at)
+            flushed = ~ok & alt_ok
+            ok = ok | alt_ok
+        tie_mask = expected.ties(name, index)
+        if tie_mask is not None and out_type.kind != "float":
+            near = np.abs(got_d.astype(np.int64) - want_d.astype(np.int64)) <= 1
+            ties = ~ok & tie_mask & near
+        if not ok.all():
+            unspecified_d = expected.unspecified(name, index)
+    unspecified_d = ~ok & ~ties & unspecified_d
+    bad_d = ~ok & ~ties & ~unspecified_d
+
+    settled = not (bad_d.any() or unspecified_d.any() or ties.any())
+    bad = None
+    if bad_d.any():  # for the expectations, which match explained divergences element by element
+        bad = np.zeros(want.shape, dtype=bool)
+        bad.reshape(-1)[index[bad_d]] = True
+    ulps = None
+    if want.dtype.kind == "f" and not settled:  # for the ULP picture attached to failures and divergences
+        with np.errstate(invalid="ignore"):
+            ulps = np.where(np.isnan(want) | np.isnan(got), 0, ulp_distance(want, got)).reshape(-1)
+    result = DiffResult(PASS, "", name, out_type.name, elements=int(want.size), mismatch_count=int(bad_d.sum()),
+                        unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), flushed_count=int(flushed.sum()),
+                        ulp_errors=ulps, unspecified_reasons=list(expected.unspecified_reasons.get(name, [])),
+                        bad_mask=bad, expected=expected)
+    shown = index[bad_d] if bad_d.any() else index[unspecified_d | ties]
+    for flat in shown[:MAX_REPORTED]:
+        where = np.unravel_index(int(flat), want.shape)
+        inputs = {}
+        for var, arr in expected.variables.items():
+            arr = np.asarray(arr)
+            value = arr[where] if arr.shape == want.shape else (arr.reshape(-1)[0] if arr.size == 1 else np.broadcast_to(arr, want.shape)[where])
+            inputs[var] = _fmt(value) + (f" ({_hex(value)})" if np.asarray(value).dtype.kind == "f" else "")
+        result.first.append(ElementReport(tuple(int(i) for i in where), inputs, _fmt(want[where]), _fmt(got[where]),
+                                          _hex(want[where]), _hex(got[where]),
+                                          int(ulps[flat]) if ulps is not None and not (np.isnan(want[where]) or np.isnan(got[where])) else None))
+    notes = []
+    if result.flushed_count:
+        notes.append(f"{result.flushed_count} element(s) accepted as fp32 denormal flushes")
+    if bad_d.any():
+        result.status = MISMATCH
+        result.summary = (f"{result.mismatch_count} of {result.elements} elements of {name} ({out_type.name}) differ "
+                          f"under '{comparison.kind}' comparison" + (f"; {'; '.join(notes)}" if notes else ""))
+    elif unspecified_d.any() or ties.any():
+        result.status = UNSPECIFIED
+        parts = []
+        if unspecified_d.any():
+            parts.append(f"{result.unspecified_count} element(s) differ where the docs leave the result unspecified "
+                         f"({', '.join(result.unspecified_reasons) or 'see spec'})")
+        if ties.any():
+            parts.append(f"{result.tie_count} element(s) round a tie the other way")
+        result.summary = "; ".join(parts + notes)
+    else:
+        result.summary = f"{result.elements} elements of {name} ({out_type.name}) match" + (f"; {'; '.join(notes)}" if notes else "")
+    return result
+
+
+def judge(spec: OperatorSpec, case: Case, run_result, backend_validates: bool, device_level: str | None = None) -> DiffResult:
+    """Classify one backend result for one case.
+
+    A case built invalid at a lower level may be valid on a newer device: validity is judged at
+    `device_level` (default: the case's level), so such a case must then be accepted and computed.
+    """
+    kind = run_result.kind
+    level = device_level or case.feature_level
+    verdict = validate(spec, case.descriptor, level)
+    if kind == "crashed":
+        return DiffResult(CRASHED, run_result.reason)
+    if kind == "unsupported":
+        return DiffResult(UNSUPPORTED, run_result.reason)
+    if not verdict.accepted:
+        if kind == "rejected":
+            return DiffResult(REJECTED_INVALID, f"rejected as expected ({', '.join(sorted(verdict.rule_ids))}): {run_result.reason}")
+        if not backend_validates:
+            return DiffResult(UNSUPPORTED, "the backend does not validate DirectML descriptors; invalid case not applicable")
+        return DiffResult(ACCEPTED_INVALID, f"accepted a descriptor that breaks {verdict.summary()}")
+    if kind == "rejected":
+        return DiffResult(REJECTED_VALID, f"rejected a descriptor valid at FL {level}: {run_result.reason}")
+    if any(t is not None and t.data_type in spec.catalog.data_types and not spec.catalog.dtype(t.data_type).has_numpy
+           for t in case.descriptor.tensors.values()):
+        return DiffResult(UNSUPPORTED, "the reference cannot evaluate sub-byte data types yet")
+    return compare_outputs(spec, case, run_result.buffers)

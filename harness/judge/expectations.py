@@ -1,0 +1,106 @@
+"""Per-backend expectation files: known, explained divergences, each with a probe case that shows
+whether it still reproduces (a probe that no longer diverges makes the expectation stale)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness.judge.diff import DiffResult
+from harness.spec.expr import EvalContext, Formula, FormulaError, parse_formula
+from harness.spec.source import SpecError, load_yaml
+
+EXPECTED_DIVERGENCE = "expected-divergence"
+
+
+@dataclass
+class Expectation:
+    id: str
+    operator: str
+    data_types: tuple[str, ...]
+    when: Formula
+    why: str
+    input_types: tuple[str, ...] | None = None  # primary input types it applies to (None: all)
+    status: str = "mismatch"                    # the classification it explains
+    rule: str | None = None                     # for invalid cases: the rule the case breaks
+    reason_contains: str | None = None          # for status expectations: text the backend's reason holds
+    probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
+
+
+@dataclass
+class ExpectationSet:
+    backend: str
+    items: list[Expectation] = field(default_factory=list)
+
+    def explain_status(self, operator: str, status: str, rule: str | None, reason: str) -> Expectation | None:
+        """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one does."""
+        for item in self.items:
+            if item.status == "mismatch" or item.operator != operator:
+                continue
+            if item.rule is not None and item.rule != rule:
+                continue
+            if item.status == status and (item.reason_contains is None or item.reason_contains in reason):
+                return item
+        return None
+
+    def explain(self, operator: str, data_type: str | None, diff: DiffResult, input_type: str | None = None) -> Expectation | None:
+        """The expectation that explains every mismatching element of `diff`, if one does."""
+        for item in self.items:
+            if item.status != "mismatch" or item.operator != operator or data_type not in item.data_types:
+                continue
+            if item.input_types is not None and input_type not in item.input_types:
+                continue
+            if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
+                continue
+            ctx = EvalContext(variables=dict(diff.expected.variables))
+            mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
+            if not (diff.bad_mask & ~mask).any():
+                return item
+        return None
+
+
+def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
+    """The expectations of `backend` in `directory`/BACKEND.yaml; none when there is no such file
+    (a backend ships its own directory: `harness.run.registry.expectations_for` finds it)."""
+    if directory is None:
+        return ExpectationSet(backend)
+    path = Path(directory) / f"{backend}.yaml"
+    if not path.exists():
+        return ExpectationSet(backend)
+    src = load_yaml(path)
+    items = []
+    for index, raw in enumerate((src.data or {}).get("expectations", [])):
+        status = raw.get("status", "mismatch")
+        needed = ("id", "operator", "data_types", "when", "why") if status == "mismatch" else ("id", "operator", "why")
+        for key in needed:
+            if key not in raw:
+                raise src.error(("expectations", index), f"missing key {key!r}")
+        try:
+            when = parse_formula(raw.get("when", "0"))
+        except FormulaError as exc:
+            raise src.error(("expectations", index, "when"), str(exc)) from None
+        items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
+                                 tuple(raw["input_types"]) if "input_types" in raw else None, status,
+                                 raw.get("rule"), raw.get("reason_contains"), raw.get("probe")))
+    return ExpectationSet(backend, items)
+
+
+STALE = "stale-expectation"
+
+
+def probe_case(item: Expectation, specs, level: str):
+    """The expectation's probe as a case (None when it has no probe)."""
+    if not item.probe:
+        return None
+    import numpy as np
+    from harness.generate.cases import case_from_arrays
+    spec = specs.operator(item.operator)
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe["inputs"].items()}
+    case = case_from_arrays(spec, level, dict(item.probe["types"]), values, origin=f"probe:{item.id}")
+    if item.probe.get("rule"):
+        case.expect_valid, case.broken_rule = False, item.probe["rule"]
+    return case
+
+
+__all__ = ["EXPECTED_DIVERGENCE", "Expectation", "ExpectationSet", "SpecError", "load_expectations"]

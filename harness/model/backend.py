@@ -1,0 +1,72 @@
+"""The interface every backend implements, and the four shapes of a run result.
+
+A backend receives a Case (descriptor + whole input buffers) and answers with the whole output
+buffers, a rejection (the descriptor was refused, as DirectML's CreateOperator does with
+E_INVALIDARG), `unsupported` (the backend cannot express this case: not a pass, not a failure of
+the operator), or `crashed` (the backend failed; the run goes on).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from harness.model.descriptor import Case
+
+
+@dataclass(frozen=True)
+class Outputs:
+    buffers: dict[str, bytes]
+    kind: str = "outputs"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    reason: str
+    rule_ids: tuple[str, ...] = ()
+    kind: str = "rejected"
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    reason: str
+    kind: str = "unsupported"
+
+
+@dataclass(frozen=True)
+class Crashed:
+    reason: str
+    kind: str = "crashed"
+
+
+RunResult = Outputs | Rejected | Unsupported | Crashed
+
+
+@dataclass
+class Capabilities:
+    """What a backend can do; the suite uses it to report `unsupported` without running."""
+
+    operators: set[str] | None = None            # None: every operator
+    data_types: set[str] | None = None           # None: every data type
+    max_feature_level: str | None = None         # None: the newest level
+    strides: bool = True
+    in_place: bool = True
+    validates_descriptors: bool = False          # True: rejects invalid descriptors like DirectML
+    is_reference: bool = False                   # True: its run computes the harness's reference itself
+    notes: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def version(self) -> str: ...
+
+    def available(self) -> tuple[bool, str]:
+        """(True, "") when it can run here, else (False, why not)."""
+        ...
+
+    def capabilities(self) -> Capabilities: ...
+
+    def run(self, case: Case) -> RunResult: ...
+
+    def close(self) -> None: ...

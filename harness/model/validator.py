@@ -1,0 +1,167 @@
+"""The descriptor validator: which rules a descriptor breaks at a feature level.
+
+Rules come from the operator spec (availability, the support table in force, constraints) and
+from DirectML's generic buffer-tensor rules. Every rule has a stable id (GENERIC_RULES below, and
+`constraint.<id>` from the spec) and a one-line message. All broken rules are reported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.spec.catalog import Catalog
+from harness.model.descriptor import Descriptor, TensorDesc
+from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
+from harness.spec.operator import OperatorSpec
+
+KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
+# DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
+# address alignment requirement of 16 bytes"). DirectML 1.15.4 rejects GuaranteedBaseOffsetAlignment
+# 1..8 for every element size and accepts 16, 32, 64: a guarantee must be at least this.
+MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
+UINT32_MAX = 2**32 - 1
+
+# id -> what the rule says (level-dependent rules are marked in LEVEL_RULES)
+GENERIC_RULES: dict[str, str] = {
+    "operator.unavailable": "the operator is not available at this feature level",
+    "descriptor.unknown_field": "the descriptor names a tensor the operator does not have",
+    "tensor.missing": "a required tensor is absent",
+    "tensor.data_type": "the tensor's data type is not in the support table at this level",
+    "tensor.dimension_count": "the tensor's DimensionCount is outside the support table's range at this level",
+    "tensor.sizes_length": "Sizes does not have DimensionCount entries",
+    "tensor.strides_length": "Strides does not have DimensionCount entries",
+    "tensor.zero_size": "a size is 0",
+    "tensor.too_many_elements": "the tensor has more than 2^32-1 elements",
+    "tensor.total_size_too_small": "TotalTensorSizeInBytes is below the minimum implied size (DMLCalcBufferTensorSize)",
+    "tensor.alignment": "GuaranteedBaseOffsetAlignment is neither 0 nor a power of two at least 16 (and the element size)",
+    "tensor.flags": "Flags has bits other than DML_TENSOR_FLAG_OWNED_BY_DML",
+    "tensor.output_overlap": "the output's strides make distinct elements share memory",
+    "in_place.not_allowed": "an output aliases an input, but the operator does not allow in-place execution for that pair",
+    "in_place.layout_mismatch": "an aliased output and input differ in data type, sizes, strides or total size",
+}
+LEVEL_RULES = {"operator.unavailable", "tensor.data_type", "tensor.dimension_count", "tensor.missing"}
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    tensor: str | None
+    message: str
+
+    def render(self) -> str:
+        return f"[{self.rule}] {self.tensor + ': ' if self.tensor else ''}{self.message}"
+
+
+@dataclass
+class Verdict:
+    """Accepted when no rule is broken; otherwise every violation found."""
+
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        return not self.violations
+
+    @property
+    def rule_ids(self) -> set[str]:
+        return {v.rule for v in self.violations}
+
+    def summary(self) -> str:
+        return "accepted" if self.accepted else "rejected: " + "; ".join(v.render() for v in self.violations)
+
+
+def all_rule_ids(spec: OperatorSpec) -> list[str]:
+    """Every rule id that can apply to this operator."""
+    return list(GENERIC_RULES) + [c.rule_id for c in spec.constraints]
+
+
+def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool, out: list[Violation]) -> None:
+    dtype = catalog.data_types.get(desc.data_type)
+    if len(desc.sizes) != desc.dim_count:
+        out.append(Violation("tensor.sizes_length", name, f"Sizes has {len(desc.sizes)} entries, DimensionCount is {desc.dim_count}"))
+    if desc.strides is not None and len(desc.strides) != desc.dim_count:
+        out.append(Violation("tensor.strides_length", name, f"Strides has {len(desc.strides)} entries, DimensionCount is {desc.dim_count}"))
+    if any(s == 0 for s in desc.sizes):
+        out.append(Violation("tensor.zero_size", name, f"Sizes {desc.sizes} contains 0"))
+    if element_count(desc) > MAX_ELEMENTS:
+        out.append(Violation("tensor.too_many_elements", name, f"{element_count(desc)} elements > 2^32-1"))
+    if desc.flags & ~KNOWN_FLAGS:
+        out.append(Violation("tensor.flags", name, f"Flags 0x{desc.flags:x} has unknown bits"))
+    if dtype is not None:
+        align = desc.alignment
+        if align != 0 and (align & (align - 1) or align < max(dtype.size_bytes, MINIMUM_BUFFER_TENSOR_ALIGNMENT)):
+            out.append(Violation("tensor.alignment", name, f"GuaranteedBaseOffsetAlignment {align} (must be 0 or a power of two >= "
+                                                           f"{max(dtype.size_bytes, MINIMUM_BUFFER_TENSOR_ALIGNMENT)})"))
+        structure_ok = len(desc.sizes) == desc.dim_count and (desc.strides is None or len(desc.strides) == len(desc.sizes))
+        if structure_ok and desc.total_bytes is not None and not any(s == 0 for s in desc.sizes):
+            need = minimum_bytes(desc, dtype)
+            if desc.total_bytes < need:
+                out.append(Violation("tensor.total_size_too_small", name, f"TotalTensorSizeInBytes {desc.total_bytes} < minimum {need}"))
+        if is_output and structure_ok and not any(s == 0 for s in desc.sizes) and element_count(desc) <= MAX_ELEMENTS:
+            if output_overlaps(desc):
+                out.append(Violation("tensor.output_overlap", name, f"strides {effective_strides(desc)} overlap for sizes {desc.sizes}"))
+
+
+def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
+    """Every rule `descriptor` breaks for `spec` on a device at feature level `level`."""
+    catalog = spec.catalog
+    assert catalog is not None
+    out: list[Violation] = []
+    field_names = {f.name for f in spec.tensor_fields}
+    for name in descriptor.tensors:
+        if name not in field_names:
+            out.append(Violation("descriptor.unknown_field", name, f"{spec.name} has no tensor field {name}"))
+
+    table = spec.table_at(level)
+    if table is None:
+        out.append(Violation("operator.unavailable", None, f"{spec.name} is introduced at FL {spec.introduced}, device is FL {level}"))
+
+    for f in spec.tensor_fields:
+        desc = descriptor.tensors.get(f.name)
+        cell = table.tensors[f.name] if table else None
+        if desc is None:
+            if cell is not None and not cell.optional:
+                out.append(Violation("tensor.missing", f.name, f"{f.name} is required at FL {level} (table FL {table.level})"))
+            continue
+        if cell is not None:
+            if desc.data_type not in cell.types:
+                out.append(Violation("tensor.data_type", f.name, f"{desc.data_type} not in {', '.join(cell.types)} at FL {level} (table FL {table.level})"))
+            lo, hi = cell.dims
+            if not lo <= desc.dim_count <= hi:
+                out.append(Violation("tensor.dimension_count", f.name, f"DimensionCount {desc.dim_count} outside {lo}..{hi} at FL {level} (table FL {table.level})"))
+        elif desc.data_type not in catalog.data_types:
+            out.append(Violation("tensor.data_type", f.name, f"unknown data type {desc.data_type}"))
+        _tensor_rules(f.name, desc, catalog, f.role == "output", out)
+
+    present_types = {n: (t.data_type if t is not None else None) for n, t in descriptor.tensors.items()}
+    for c in spec.constraints:
+        if c.when is not None and not c.when.holds(present_types):
+            continue
+        present = [(n, descriptor.tensors.get(n)) for n in c.tensors if descriptor.tensors.get(n) is not None]
+        if c.rule == "same_data_type":
+            if len({t.data_type for _, t in present}) > 1:
+                out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.data_type}" for n, t in present)))
+        elif c.rule == "same_shape":
+            shapes = {(t.dim_count, tuple(t.sizes)) for _, t in present}
+            if len(shapes) > 1:
+                out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.sizes}" for n, t in present)))
+        elif c.rule == "data_type_in":
+            for n, t in present:
+                if t.data_type not in c.types:
+                    out.append(Violation(c.rule_id, n, c.text + f" Found {t.data_type}"))
+
+    allowed_pairs = set(spec.in_place_pairs) if spec.in_place_allowed else set()
+    for output, inp in descriptor.aliases.items():
+        if (output, inp) not in allowed_pairs:
+            out.append(Violation("in_place.not_allowed", output, f"{output} aliases {inp}; allowed pairs: {sorted(allowed_pairs) or 'none'}"))
+            continue
+        a, b = descriptor.tensors.get(output), descriptor.tensors.get(inp)
+        if a is None or b is None:
+            continue
+        same = (a.data_type == b.data_type and list(a.sizes) == list(b.sizes)
+                and effective_strides(a) == effective_strides(b))
+        if same and a.data_type in catalog.data_types:
+            dtype = catalog.dtype(a.data_type)
+            same = total_bytes(a, dtype) == total_bytes(b, dtype)
+        if not same:
+            out.append(Violation("in_place.layout_mismatch", output, f"{output} and {inp} must describe identical memory to alias"))
+    return Verdict(out)

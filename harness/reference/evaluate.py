@@ -1,0 +1,323 @@
+"""The reference semantics of an operator: its spec formula evaluated with NumPy.
+
+`compute_outputs` gives the correctly rounded value of the formula for the output type: the
+formula is evaluated in float64 (integers in int64/uint64), and elements whose float64 result lies
+exactly on a rounding midpoint of the output type are re-evaluated with exact fractions.
+`expected_for` adds what the diff needs: where the docs leave the result unspecified, the rounding
+ties, the absolute slack of the comparison, and the result with fp32 denormals flushed.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from harness.spec.catalog import Catalog, DataType
+from harness.model.descriptor import Case, Descriptor
+from harness.spec.expr import EvalContext, NotExact, evaluate_exact
+from harness.model.layout import read_logical
+from harness.spec.operator import OperatorSpec
+
+F32_TINY = float(np.finfo(np.float32).tiny)
+
+
+class Expected:
+    """The reference result of one case, with what the comparison needs computed on demand.
+
+    The outputs are computed at once; the unspecified masks, tie masks, absolute slack and the
+    fp32-denormal-flushed alternative are computed only when a backend's output differs from the
+    reference bit for bit (the common passing case never pays for them), and then only for the
+    elements that differ (`flat_index`).
+    """
+
+    def __init__(self, spec: OperatorSpec, case: Case, outputs: dict[str, np.ndarray],
+                 variables: dict[str, np.ndarray], ctx: EvalContext) -> None:
+        self.spec, self.case = spec, case
+        self.outputs = outputs
+        self.variables = variables
+        self._ctx = ctx
+        self._cache: dict[str, dict[str, np.ndarray]] = {}
+        self.unspecified_reasons: dict[str, list[str]] = {}
+
+    def _shape(self, name: str) -> tuple[int, ...]:
+        return self.outputs[name].shape
+
+    def _out_type(self, name: str) -> str:
+        desc = self.case.descriptor.tensors[name]
+        assert desc is not None
+        return desc.data_type
+
+    def _subset_context(self, name: str, flat_index: np.ndarray | None) -> EvalContext:
+        """The evaluation context restricted to the elements at `flat_index` (all when None).
+
+        Every formula is elementwise, so a comparison expression evaluated on the gathered
+        operands gives the same values as evaluating it everywhere and then indexing; the diff
+        asks only about the elements that differ bit for bit, usually few of 2^20.
+        """
+        if flat_index is None:
+            return self._ctx
+        shape = self._shape(name)
+        coords = np.unravel_index(flat_index, shape)
+        gathered = {}
+        for var, value in self._ctx.variables.items():
+            arr = np.asarray(value)
+            gathered[var] = np.broadcast_to(arr, shape)[coords] if arr.ndim else value
+        return replace(self._ctx, variables=gathered)
+
+    def _mask(self, name: str, formula, dtype, flat_index: np.ndarray | None) -> np.ndarray:
+        length = self._shape(name) if flat_index is None else flat_index.shape
+        return np.broadcast_to(np.asarray(formula.evaluate(self._subset_context(name, flat_index)), dtype=dtype), length)
+
+    def unspecified(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray:
+        """Where the docs leave the result open: over the logical shape, or over `flat_index`."""
+        out_type = self._out_type(name)
+        length = self._shape(name) if flat_index is None else flat_index.shape
+        mask = np.zeros(length, dtype=bool)
+        reasons: list[str] = []
+        for rule in self.spec.unspecified:
+            if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
+                continue
+            hit = self._mask(name, rule.when, bool, flat_index)
+            if hit.any():
+                reasons.append(rule.id)
+                mask = mask | hit
+        self.unspecified_reasons[name] = reasons
+        return mask
+
+    def _comparison_array(self, name: str, which: str, dtype, flat_index: np.ndarray | None) -> np.ndarray | None:
+        """The comparison's `ties` or `atol` expression over the output's elements (or a subset)."""
+        formula = getattr(self.spec.comparison_for(self._out_type(name)), which)
+        if formula is None:
+            return None
+        return self._mask(name, formula, dtype, flat_index)
+
+    def ties(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return self._comparison_array(name, "ties", bool, flat_index)
+
+    def atol(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return self._comparison_array(name, "atol", np.float64, flat_index)
+
+    def flush_matters(self, name: str, flat_index: np.ndarray) -> bool:
+        """Whether flushing fp32 denormals could change any of these elements: only if one of
+        their FLOAT32 inputs, or their FLOAT32 reference output, is a denormal."""
+        ctx = self._subset_context(name, flat_index)
+        arrays = [ctx.variables[var] for var, tensor in self.spec.formula.inputs.items()
+                  if (desc := self.case.descriptor.tensors.get(tensor)) is not None and desc.data_type == "FLOAT32"]
+        if self._out_type(name) == "FLOAT32":
+            arrays.append(self.outputs[name].reshape(-1)[flat_index])
+        for values in arrays:
+            values = np.asarray(values)
+            if values.dtype.kind == "f" and ((np.abs(values) < F32_TINY) & (values != 0)).any():
+                return True
+        return False
+
+    def flushed(self, name: str) -> np.ndarray | None:
+        """The result with fp32 denormal inputs (and outputs) flushed, where the spec accepts that."""
+        if not self.spec.comparison_for(self._out_type(name)).flush_denormals:
+            return None
+        if "flushed" not in self._cache.setdefault(name, {}):
+            flushed, _, _ = compute_outputs(self.spec, self.case.descriptor, self.case.inputs, flush=True)
+            if flushed.dtype == np.float32:
+                flushed = flush_f32_denormals(flushed.astype(np.float64)).astype(np.float32)
+            self._cache[name]["flushed"] = flushed
+        return self._cache[name]["flushed"]
+
+
+def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.ndarray:
+    if native:
+        return raw
+    if dtype.is_float:
+        with np.errstate(invalid="ignore"):  # signalling NaNs are quieted, as any float conversion does
+            return raw.astype(np.float64)
+    return raw.astype(np.uint64 if dtype.kind == "unsigned" and dtype.bits == 64 else np.int64)
+
+
+def flush_f32_denormals(values: np.ndarray) -> np.ndarray:
+    """fp32 denormals replaced by a zero of the same sign (what D3D hardware may do)."""
+    if values.dtype.kind != "f":
+        return values
+    denormal = (np.abs(values) < F32_TINY) & (values != 0)
+    return np.where(denormal, np.copysign(0.0, values), values)
+
+
+def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes], flush: bool = False) -> dict[str, np.ndarray]:
+    """The formula's input variables as arrays (raw bits or values), absent inputs as their stated constant."""
+    catalog = spec.catalog
+    assert catalog is not None
+    variables: dict[str, np.ndarray] = {}
+    for var, tensor in spec.formula.inputs.items():
+        desc = descriptor.tensors.get(tensor)
+        if desc is None:
+            variables[var] = np.asarray(spec.formula.absent_inputs[var])
+            continue
+        dtype = catalog.dtype(desc.data_type)
+        if spec.formula.operands == "raw_bits":
+            variables[var] = read_logical(inputs[tensor], desc, dtype.bits_numpy)
+        else:
+            native = spec.formula.expression.exact_in_any_precision and not (flush and dtype.name == "FLOAT32")
+            values = _value_array(read_logical(inputs[tensor], desc, dtype.numpy), dtype, native)
+            if flush and dtype.name == "FLOAT32":
+                values = flush_f32_denormals(values)
+            variables[var] = values
+    for name in spec.formula.attributes:
+        value = descriptor.attributes.get(name, spec.field(name).default)
+        c_type = spec.field(name).c_type
+        variables[name] = np.float64(np.float32(value)) if c_type == "FLOAT" else np.float64(value)
+    return variables
+
+
+def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray]) -> EvalContext:
+    catalog = spec.catalog
+    assert catalog is not None
+    out_desc = descriptor.tensors[spec.formula.output]
+    assert out_desc is not None
+    ctx = EvalContext(variables=dict(variables),
+                      tensor_types={n: t.data_type for n, t in descriptor.tensors.items() if t is not None},
+                      type_ranges=catalog.type_ranges(),
+                      output_numpy_dtype=catalog.dtype(out_desc.data_type).numpy)
+    for name, const in spec.formula.constants.items():
+        ctx.variables[name] = np.asarray(const.evaluate(ctx))
+    return ctx
+
+
+def _midpoint_candidates(result: np.ndarray, out: np.dtype) -> np.ndarray:
+    """Elements of a float64 result that may sit on a rounding midpoint of the float output type."""
+    if out == np.float64:
+        return np.zeros(result.shape, dtype=bool)
+    mantissa_bits = {np.dtype(np.float32): 23, np.dtype(np.float16): 10}[np.dtype(out)]
+    drop = 52 - mantissa_bits
+    bits = result.view(np.uint64)
+    candidates = (bits & np.uint64((1 << drop) - 1)) == np.uint64(1 << (drop - 1))
+    # In the output's subnormal range the rounding position is higher: there, every non-zero
+    # value is a candidate (the exponent field of the float64 is below the output's normal range).
+    # |result| as bits, minus one, wraps zero around to the top: one unsigned compare then finds
+    # the non-zero values below the output's smallest normal.
+    threshold = np.float64(np.finfo(out).tiny).view(np.uint64)
+    magnitude_minus_one = (bits & np.uint64(0x7FFFFFFFFFFFFFFF)) - np.uint64(1)
+    candidates |= magnitude_minus_one < threshold - np.uint64(1)
+    return candidates
+
+
+def _round_fraction(q: Fraction, out: np.dtype) -> np.generic:
+    """Round an exact value once to the float type `out` (nearest, ties to even)."""
+    guess = np.asarray(float(q)).astype(out)
+    candidates = [guess, np.nextafter(guess, out.type(np.inf)), np.nextafter(guess, out.type(-np.inf))]
+    finite = [c for c in candidates if np.isfinite(c)]
+
+    def key(c: np.generic) -> tuple:
+        even = int(np.asarray(c).view(f"uint{out.itemsize * 8}")) & 1
+        return (abs(Fraction(float(c)) - q), even)
+
+    return min(finite, key=key) if finite else guess
+
+
+def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes],
+                    flush: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
+    """The formula's result in the output data type (logical shape), the bound variables, and the context."""
+    catalog = spec.catalog
+    assert catalog is not None
+    out_desc = descriptor.tensors[spec.formula.output]
+    assert out_desc is not None
+    out_type = catalog.dtype(out_desc.data_type)
+    variables = bind_inputs(spec, descriptor, inputs, flush=flush)
+    ctx = _context(spec, descriptor, variables)
+    formula_ctx = ctx
+    if spec.formula.expression.exact_in_any_precision and not flush:
+        # operands are native (bind_inputs): selected literals may take the output's own type
+        literal = out_type.bits_numpy if spec.formula.operands == "raw_bits" else out_type.numpy
+        formula_ctx = replace(ctx, literal_dtype=literal)
+    raw = np.asarray(spec.formula.expression.evaluate(formula_ctx))
+    shape = tuple(out_desc.sizes)
+
+    if raw.shape != shape:
+        raw = np.ascontiguousarray(np.broadcast_to(raw, shape))
+    if spec.formula.operands == "raw_bits":
+        return raw.astype(out_type.bits_numpy, copy=False).view(out_type.numpy), variables, ctx
+    if out_type.is_float:
+        with np.errstate(all="ignore"):
+            result = raw.astype(out_type.numpy)
+        if not spec.formula.expression.exact_in_any_precision and raw.dtype == np.float64:
+            fix = _midpoint_candidates(raw, out_type.numpy)
+            if fix.any():
+                _fix_double_rounding(spec, ctx, result, fix & np.isfinite(raw), out_type.numpy, shape)
+        return result, variables, ctx
+    with np.errstate(all="ignore"):
+        if raw.dtype.kind == "f" and np.isnan(raw).any():
+            raw = np.where(np.isnan(raw), 0, raw)  # NaN results are unspecified regions; keep the cast defined
+        return raw.astype(out_type.numpy), variables, ctx
+
+
+def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarray, fix: np.ndarray,
+                         out: np.dtype, shape: tuple[int, ...]) -> None:
+    names = list(ctx.variables)
+    broadcast = {n: np.broadcast_to(np.asarray(ctx.variables[n]), shape) for n in names}
+    for index in zip(*np.nonzero(fix)):
+        env = {}
+        try:
+            for n in names:
+                v = broadcast[n][index]
+                if not np.isfinite(v):
+                    raise NotExact("non-finite")
+                env[n] = Fraction(int(v)) if np.asarray(v).dtype.kind in "iu" else Fraction(float(v))
+            exact = evaluate_exact(spec.formula.expression, env)
+        except NotExact:
+            continue
+        result[index] = _round_fraction(Fraction(exact), out)
+
+
+def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
+    result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
+    return Expected(spec, case, {spec.formula.output: result}, variables, ctx)
+
+
+class ReferenceMemo:
+    """The reference results of the last few cases, so each case's reference is computed once.
+
+    Several parties ask for the same case's reference: the diff of every backend that runs it, the
+    NumPy backend (which is the reference), and the prefetch thread that starts it while a backend
+    runs (`harness.reference.prefetch`). An entry is a Future, so a second asker waits for the first one's
+    computation instead of repeating it. Keys are object identities checked through a weak
+    reference; cases are treated as immutable once built (replacing a case's descriptor or inputs
+    makes a new key).
+    """
+
+    def __init__(self, size: int = 2) -> None:  # small: an fp32 sweep chunk's Expected is ~300 MB
+        self._size = size
+        self._entries: OrderedDict[tuple, tuple[weakref.ref, Future]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, spec: OperatorSpec, case: Case) -> Expected:
+        key = (id(spec), id(case), id(case.descriptor), id(case.inputs), case.feature_level)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is case:
+                self._entries.move_to_end(key)
+                future, owner = entry[1], False
+            else:
+                future, owner = Future(), True
+                self._entries[key] = (weakref.ref(case), future)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        if owner:
+            try:
+                future.set_result(_compute_expected(spec, case))
+            except BaseException as exc:
+                future.set_exception(exc)
+                with self._lock:
+                    if self._entries.get(key, (None, None))[1] is future:
+                        del self._entries[key]
+        return future.result()
+
+
+_MEMO = ReferenceMemo()
+
+
+def expected_for(spec: OperatorSpec, case: Case) -> Expected:
+    """Reference outputs, with the masks and slack of the comparison available on demand
+    (computed once per case, see ReferenceMemo)."""
+    return _MEMO.get(spec, case)

@@ -1,0 +1,1 @@
+"""Stage 7, reporting: the conformance matrix, the gate, Allure results and the HTML report."""

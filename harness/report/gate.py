@@ -1,0 +1,66 @@
+"""The CI gate: yes or no, with the reason.
+
+A green gate means every planned case ran and conformed. It fails on an incomplete run (no plan,
+a planned cell without results, records lost, no completion marker: see run_manifest), on any
+unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed, or a status it does not
+know), and on stale expectations (an expectation that explained nothing although its operator ran
+on its backend: the divergence may be fixed, the file must say so). Several records of one case
+count as the worst of them. Prints a short summary first."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from harness.judge.expectations import EXPECTED_DIVERGENCE, STALE
+from harness.run.registry import expectations_for
+from harness.run.results import CaseRecord, worst_per_case
+from harness.run.manifest import Manifest, check_completeness
+
+# statuses that are not failures; anything else (a failure, or a status this version does not
+# know, e.g. from a newer harness or a damaged file) fails the gate
+NON_FAILURES = {"pass", "rejected-invalid", "diverges-on-unspecified", "unsupported", EXPECTED_DIVERGENCE}
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    summary: list[str] = field(default_factory=list)
+    failures: list[CaseRecord] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+
+def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectations_dir=None) -> GateResult:
+    """The verdict on a run's records and its manifest (None: no plan was found, which fails)."""
+    completeness = check_completeness(manifest or Manifest(run_id=None), records)
+    if not records:
+        summary = ["no results: no case ran (reports/results/*.jsonl is empty)"] + completeness.lines
+        return GateResult(False, summary + ["GATE: FAIL"])
+    unique = worst_per_case(records)
+    counts = Counter(r.status for r in unique)
+    failures = [r for r in unique if r.status not in NON_FAILURES and r.status != STALE]
+    stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
+    for backend in sorted({r.backend for r in unique}):
+        exp = expectations_for(backend, expectations_dir)
+        for item in exp.items:  # an expectation with a probe is judged by its probe record above
+            if item.probe is None and not any(r.backend == backend and r.expectation == item.id for r in unique):
+                ran = sum(1 for r in unique if r.backend == backend and r.operator == item.operator)
+                if ran:
+                    stale.append(f"{backend}:{item.id} has no probe and explained none of {ran} case(s) this run")
+    summary = list(completeness.lines)
+    summary += [f"{len(unique)} case(s) on {', '.join(sorted({r.backend for r in unique}))}: "
+               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    if failures:
+        summary.append(f"{len(failures)} unexpected failure(s):")
+        by = Counter((r.backend, r.operator, r.feature_level, r.data_type, r.status) for r in failures)
+        for (backend, op, level, t, status), n in sorted(by.items()):
+            example = next(r for r in failures if (r.backend, r.operator, r.feature_level, r.data_type, r.status) == (backend, op, level, t, status))
+            summary.append(f"  {status}: {backend} {op} FL {level} {t} x{n}; e.g. {example.summary[:150]}"
+                           + (f" [{example.case_file}]" if example.case_file else ""))
+    if stale:
+        summary.append(f"{len(stale)} stale expectation(s):")
+        summary += [f"  {s}" for s in stale]
+    if counts.get(EXPECTED_DIVERGENCE):
+        summary.append(f"{counts[EXPECTED_DIVERGENCE]} known divergence(s) explained by expectation files")
+    passed = completeness.ok and not failures and not stale
+    summary.append("GATE: PASS" if passed else "GATE: FAIL")
+    return GateResult(passed, summary, failures, stale)

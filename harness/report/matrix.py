@@ -1,0 +1,234 @@
+"""The conformance matrix: per backend, operator x feature level x data type, each cell pass / fail /
+unsupported / not run with the counts behind it; written as JSON (machines), Markdown (CI summaries)
+and a self-contained HTML page (colour, no network). `compare_matrices` diffs two runs."""
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.judge.diff import FAILURES
+from harness.judge.expectations import EXPECTED_DIVERGENCE
+from harness.run.results import CaseRecord, worst_per_case
+from harness.spec.operator import SpecSet
+from harness.generate.strategies import coverage_plan, primary_input
+
+STATES = ["fail", "expected", "pass", "unsupported", "not run"]
+INVALID_COLUMN = "invalid descriptors"
+COLOURS = {"fail": "#e53935", "expected": "#fb8c00", "pass": "#43a047", "unsupported": "#9e9e9e", "not run": "#eeeeee"}
+
+
+def cell_state(counts: dict[str, int]) -> str:
+    if any(counts.get(s) for s in FAILURES):
+        return "fail"
+    if counts.get(EXPECTED_DIVERGENCE):
+        return "expected"
+    if any(counts.get(s) for s in ("pass", "rejected-invalid", "diverges-on-unspecified")):
+        return "pass"
+    if counts.get("unsupported"):
+        return "unsupported"
+    return "not run"
+
+
+@dataclass
+class Cell:
+    backend: str
+    operator: str
+    level: str
+    data_type: str
+    counts: dict[str, int]
+
+    @property
+    def state(self) -> str:
+        return cell_state(self.counts)
+
+    @property
+    def key(self) -> str:
+        return f"{self.backend}|{self.operator}|{self.level}|{self.data_type}"
+
+
+def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
+    """Cells of every (backend, level) that ran, over every data type of each operator's table there.
+    Invalid cases count in the cell of their primary input type; a case is counted once, as its worst record."""
+    counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    levels: dict[str, set[str]] = defaultdict(set)
+    for r in worst_per_case(records):
+        column = INVALID_COLUMN if r.kind == "invalid" else r.data_type
+        counts[(r.backend, r.operator, r.feature_level, column)][r.status] += 1
+        levels[r.backend].add(r.feature_level)
+    cells = []
+    for backend in sorted(levels):
+        for level in sorted(levels[backend], key=specs.catalog.level_order):
+            for op in sorted(specs.operators):
+                spec = specs.operator(op)
+                types = set()
+                if spec.table_at(level) is not None:
+                    types = {plan[0][primary_input(spec)] for plan in coverage_plan(spec, level)}
+                types |= {k[3] for k in counts if k[:3] == (backend, op, level) and k[3] != "?"}
+                for t in sorted(types, key=lambda n: specs.catalog.dtype(n).enum if n in specs.catalog.data_types else 99):  # invalid column last
+                    cells.append(Cell(backend, op, level, t, dict(counts.get((backend, op, level, t), {}))))
+    return cells
+
+
+def matrix_json(cells: list[Cell]) -> dict:
+    totals: dict[str, int] = defaultdict(int)
+    for c in cells:
+        totals[c.state] += 1
+    return {"format": 1, "totals": dict(totals),
+            "cells": [{"backend": c.backend, "operator": c.operator, "feature_level": c.level, "data_type": c.data_type,
+                       "state": c.state, "counts": c.counts} for c in cells]}
+
+
+def _columns(group: list[Cell]) -> list[str]:
+    names = {c.data_type for c in group}
+    return sorted(names - {INVALID_COLUMN}) + ([INVALID_COLUMN] if INVALID_COLUMN in names else [])
+
+
+def _grouped(cells: list[Cell]):
+    by: dict[tuple[str, str], list[Cell]] = defaultdict(list)
+    for c in cells:
+        by[(c.backend, c.level)].append(c)
+    return by
+
+
+def matrix_markdown(cells: list[Cell]) -> str:
+    symbols = {"fail": "FAIL", "expected": "known", "pass": "pass", "unsupported": "n/s", "not run": "-"}
+    out = ["# Conformance matrix", ""]
+    totals = matrix_json(cells)["totals"]
+    out.append("Cells: " + ", ".join(f"{s} {totals.get(s, 0)}" for s in STATES))
+    for (backend, level), group in sorted(_grouped(cells).items()):
+        types = _columns(group)
+        ops = sorted({c.operator for c in group})
+        out += ["", f"## {backend}, FL {level}", "", "| operator | " + " | ".join(types) + " |", "|---|" + "---|" * len(types)]
+        index = {(c.operator, c.data_type): c for c in group}
+        for op in ops:
+            row = []
+            for t in types:
+                c = index.get((op, t))
+                if c is None:
+                    row.append(" ")
+                else:
+                    n = sum(c.counts.values())
+                    row.append(f"{symbols[c.state]} ({n})" if n else symbols[c.state])
+            out.append(f"| {op} | " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def matrix_html(cells: list[Cell], title: str = "dmlconform conformance matrix") -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>",
+             "body{font-family:system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse;margin-bottom:1.5em}",
+             "td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px;text-align:center}th{background:#f5f5f5}",
+             "td.op{text-align:left;font-family:monospace}.legend span{display:inline-block;padding:2px 8px;margin-right:6px}",
+             "</style></head><body>", f"<h1>{html.escape(title)}</h1><p class='legend'>"]
+    for s in STATES:
+        parts.append(f"<span style='background:{COLOURS[s]}'>{s}</span>")
+    totals = matrix_json(cells)["totals"]
+    parts.append("</p><p>" + ", ".join(f"{s}: {totals.get(s, 0)}" for s in STATES) + " cells</p>")
+    for (backend, level), group in sorted(_grouped(cells).items()):
+        types = _columns(group)
+        index = {(c.operator, c.data_type): c for c in group}
+        parts.append(f"<h2>{html.escape(backend)} &middot; FL {html.escape(level)}</h2><table><tr><th>operator</th>")
+        parts += [f"<th>{html.escape(t)}</th>" for t in types]
+        parts.append("</tr>")
+        for op in sorted({c.operator for c in group}):
+            parts.append(f"<tr><td class='op'>{html.escape(op)}</td>")
+            for t in types:
+                c = index.get((op, t))
+                if c is None:
+                    parts.append("<td></td>")
+                    continue
+                tip = html.escape(", ".join(f"{k}: {v}" for k, v in sorted(c.counts.items())) or "no cases")
+                n = sum(c.counts.values())
+                parts.append(f"<td style='background:{COLOURS[c.state]}' title='{tip}'>{c.state}{f' ({n})' if n else ''}</td>")
+            parts.append("</tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def write_matrix(cells: list[Cell], out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "matrix.json", "md": out_dir / "matrix.md", "html": out_dir / "matrix.html"}
+    paths["json"].write_text(json.dumps(matrix_json(cells), indent=1, sort_keys=True))
+    paths["md"].write_text(matrix_markdown(cells))
+    paths["html"].write_text(matrix_html(cells))
+    return paths
+
+
+MAX_MATRIX_BYTES = 256 << 20  # far above any real matrix.json (10,000 cells are about 2 MiB)
+CELL_FIELDS = ("backend", "operator", "feature_level", "data_type", "state")
+
+
+def load_matrix(path: Path) -> dict:
+    """A matrix.json for compare_matrices, read with a size bound and checked by check_matrix;
+    ValueError with a one-line reason (never a traceback) for anything that is not one."""
+    try:
+        with Path(path).open("rb") as handle:
+            data = handle.read(MAX_MATRIX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_MATRIX_BYTES:
+        raise ValueError(f"larger than {MAX_MATRIX_BYTES} bytes, the most a matrix.json may be")
+    if not data.strip():
+        raise ValueError("empty: expected a matrix.json written by `dmlconform matrix`")
+    try:
+        raw = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid JSON: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    check_matrix(raw)
+    return raw
+
+
+def check_matrix(raw: object) -> None:
+    """The structure compare_matrices reads: an object whose `cells` is a list of objects, each with
+    string backend, operator, feature_level, data_type and state, no cell twice; `format` 1 if given."""
+    def kind(value: object) -> str:
+        return "null" if value is None else {dict: "an object", list: "an array", str: "a string"}.get(type(value), type(value).__name__)
+
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a JSON object with `cells` (a matrix.json written by `dmlconform matrix`), found {kind(raw)}")
+    if "format" in raw and (type(raw["format"]) is not int or raw["format"] != 1):
+        raise ValueError(f"format: unknown matrix format {str(raw['format'])[:40]!r} (this harness reads format 1)")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise ValueError("cells: missing" if "cells" not in raw else f"cells: expected an array of cells, found {kind(cells)}")
+    seen: dict[tuple, int] = {}
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            raise ValueError(f"cells[{index}]: expected an object, found {kind(cell)}")
+        for name in CELL_FIELDS:
+            if name not in cell:
+                raise ValueError(f"cells[{index}].{name}: missing")
+            if not isinstance(cell[name], str):
+                raise ValueError(f"cells[{index}].{name}: expected a string, found {kind(cell[name])}")
+        key = tuple(cell[name] for name in CELL_FIELDS[:4])
+        if key in seen:
+            raise ValueError(f"cells[{index}]: the same cell as cells[{seen[key]}] ({' '.join(key)})")
+        seen[key] = index
+
+
+def compare_matrices(base: dict, new: dict) -> dict[str, list[str]]:
+    """New failures, fixed cells, cells that disappeared or appeared, between two matrix.json files."""
+    def index(m: dict) -> dict[str, str]:
+        return {f"{c['backend']} {c['operator']} FL{c['feature_level']} {c['data_type']}": c["state"] for c in m.get("cells", [])}
+    a, b = index(base), index(new)
+    out = {"new failures": [], "fixed": [], "disappeared": [], "appeared": [], "other changes": []}
+    for key in sorted(set(a) | set(b)):
+        if key not in b:
+            out["disappeared"].append(f"{key} (was {a[key]})")
+        elif key not in a:
+            out["appeared"].append(f"{key} ({b[key]})")
+        elif a[key] != b[key]:
+            if b[key] == "fail":
+                out["new failures"].append(f"{key}: {a[key]} -> fail")
+            elif a[key] == "fail":
+                out["fixed"].append(f"{key}: fail -> {b[key]}")
+            else:
+                out["other changes"].append(f"{key}: {a[key]} -> {b[key]}")
+    return out

@@ -1,0 +1,131 @@
+"""Running one case on one backend and turning the result into a verdict, a record and a message.
+
+Shared by the pytest conformance suite, `dmlconform replay` and the benchmarks, so every entry
+point classifies results the same way.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.model.backend import Capabilities, Crashed, RunResult
+from harness.model.descriptor import Case
+from harness.judge.diff import FAILURES, DiffResult, judge
+from harness.judge.expectations import EXPECTED_DIVERGENCE, ExpectationSet
+from harness.model.layout import read_logical
+from harness.reference.prefetch import start_reference
+from harness.run.results import CaseRecord, ResultWriter
+from harness.spec.operator import OperatorSpec
+from harness.generate.strategies import primary_input
+from harness.model.wellformed import check_case
+
+
+@dataclass
+class Outcome:
+    status: str
+    diff: DiffResult
+    record: CaseRecord
+    case_file: Path | None
+    message: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURES
+
+
+def device_level(backend, specs) -> str:
+    """The level a backend's device reports; backends that emulate any level report the newest."""
+    level = backend.capabilities().max_feature_level
+    return level or specs.catalog.newest_level.name
+
+
+def judging_level(backend, case: Case) -> str:
+    """A real device is judged at its own maximum level (a descriptor invalid only at a lower level
+    must be accepted); a backend that emulates any level is judged at the case's level."""
+    return backend.capabilities().max_feature_level or case.feature_level
+
+
+def case_data_type(spec: OperatorSpec, case: Case) -> str:
+    t = case.descriptor.tensors.get(primary_input(spec))
+    return t.data_type if t is not None else "?"
+
+
+def replay_command(case_file: Path, backend) -> str:
+    """The command that reruns a case exactly as the run did: the backend with the options that
+    change what it computes (a DirectML backend's DLL, adapter, flags), as `replay_args()` names them."""
+    options = getattr(backend, "replay_args", lambda: [])()
+    words = ["dmlconform", "replay", str(case_file), "--backend", backend.name, *options]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]:
+    """The first logical values of every input, for people reading a case file."""
+    out = {}
+    for f in spec.input_fields:
+        desc = case.descriptor.tensors.get(f.name)
+        if desc is None or f.name not in case.inputs or desc.data_type not in spec.catalog.data_types:
+            continue
+        dtype = spec.catalog.dtype(desc.data_type)
+        if not dtype.has_numpy:
+            continue
+        try:
+            values = read_logical(case.inputs[f.name], desc, dtype.numpy).ravel()[:limit]
+        except Exception:  # noqa: BLE001 - malformed invalid case: no preview
+            continue
+        out[f.name] = [repr(v.item()) if isinstance(v.item(), float) else v.item() for v in values]
+    return out
+
+
+def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
+             expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
+             cases_dir: Path | None = None, test_id: str = "") -> Outcome:
+    """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
+    check_case(case, spec)  # CaseFormatError: nothing malformed reaches a backend (harness/wellformed.py)
+    result: RunResult | None = None
+    try:
+        capabilities = backend.capabilities()
+    except Exception as exc:  # noqa: BLE001 - e.g. a runner that cannot be restarted: this case crashed
+        capabilities = Capabilities()
+        result = Crashed(f"the backend could not report its capabilities: {type(exc).__name__}: {exc}")
+    # a real device is judged at its own maximum level (a descriptor invalid only at a lower level
+    # must be accepted); a backend that emulates any level is judged at the case's level
+    level = capabilities.max_feature_level or case.feature_level
+    if result is None:
+        if not capabilities.is_reference:  # the reference backend computes it in its own call
+            start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
+        try:
+            result = backend.run(case)
+        except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
+            result = Crashed(f"{type(exc).__name__}: {exc}")
+    diff = judge(spec, case, result, capabilities.validates_descriptors, level)
+    status = diff.status
+    expectation = None
+    data_type = case_data_type(spec, case)
+    if status == "mismatch" and expectations is not None:
+        out_desc = case.descriptor.tensors.get(spec.formula.output)
+        explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, data_type)
+        if explained is not None:
+            status, expectation = EXPECTED_DIVERGENCE, explained.id
+    elif expectations is not None and status in FAILURES:
+        explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary)
+        if explained is not None:
+            status, expectation = EXPECTED_DIVERGENCE, explained.id
+    case_file = None
+    if (status in FAILURES or status == EXPECTED_DIVERGENCE) and cases_dir is not None:
+        case_file = case.save(cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml", previews(spec, case))
+    record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
+                        status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,
+                        rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,
+                        expectation=expectation, elements=diff.elements, mismatches=diff.mismatch_count,
+                        unspecified=diff.unspecified_count)
+    if writer is not None:
+        writer.write(record)
+    lines = [f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): {diff.render()}"]
+    if expectation:
+        lines.append(f"known divergence {expectation}")
+    if case_file is not None:
+        lines.append(f"case file: {case_file}")
+        lines.append(f"replay:    {replay_command(case_file, backend)}")
+    return Outcome(status, diff, record, case_file, "\n".join(lines))
+

@@ -1,0 +1,165 @@
+"""The conformance suite: generated valid and invalid cases, worked examples and exhaustive sweeps,
+run on every chosen backend and judged against the NumPy reference under the specs' rules.
+
+A failing case never stops its cell: every case of the cell runs and is recorded (a crash costs
+one case), and the test fails at the end with the first failure and the count. Each test writes
+its cell's completion marker with the number of cases it ran, which the gate checks against the
+plan and the records."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from harness.report.allure import add_tags, attach_outcome, label_test
+from harness.generate.cases import example_case
+from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
+from harness.judge.expectations import EXPECTED_DIVERGENCE
+from harness.generate.strategies import invalid_cases, valid_case_batches
+from harness.run.case import run_case
+from harness.generate.sweeps import sweep_case
+
+pytestmark = pytest.mark.conformance
+MAX_ATTACHED = 5  # failures whose case file, table and plot are attached to the Allure result
+
+
+class _Tally:
+    """What happened over the cases of one test, for its final outcome."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.unsupported_reason = ""
+        self.notes: list[str] = []
+        self.tags: set[str] = set()
+        self.failures: list = []
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def add(self, outcome) -> None:
+        self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        self.tags.update(outcome.record.tags)
+        if outcome.status == UNSPECIFIED:
+            self.tags.add(UNSPECIFIED)
+        if outcome.status == UNSUPPORTED:
+            self.unsupported_reason = outcome.diff.summary
+        if outcome.status in (UNSPECIFIED, EXPECTED_DIVERGENCE) and len(self.notes) < 3:
+            self.notes.append(outcome.message)
+        if outcome.failed:
+            self.failures.append(outcome)
+
+    def finish(self, request) -> None:
+        """Mark the cell finished (with its case count), then give the test its outcome."""
+        request.config.dml_cells.finished(request.node.nodeid, self.total)
+        add_tags(self.tags)
+        total = self.total
+        if self.failures:
+            by_status: dict[str, int] = {}
+            for outcome in self.failures:
+                by_status[outcome.status] = by_status.get(outcome.status, 0) + 1
+            counts = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+            pytest.fail(f"{len(self.failures)} of {total} case(s) failed ({counts}); the first:\n{self.failures[0].message}",
+                        pytrace=False)
+        if self.counts.get(EXPECTED_DIVERGENCE):
+            pytest.xfail(f"known divergence in {self.counts[EXPECTED_DIVERGENCE]} of {total} case(s):\n" + "\n".join(self.notes))
+        if self.counts.get(UNSUPPORTED):
+            pytest.skip(f"unsupported ({self.counts[UNSUPPORTED]} of {total} case(s)): {self.unsupported_reason}")
+
+
+def _run(request, backend_name, spec, case, kind, tally):
+    config = request.config
+    outcome = run_case(config.dml_backends[backend_name], spec, case, kind,
+                       expectations=config.dml_expectations.get(backend_name), writer=config.dml_writer,
+                       cases_dir=config.dml_cases_dir, test_id=request.node.nodeid)
+    tally.add(outcome)
+    if (outcome.failed or outcome.status == EXPECTED_DIVERGENCE) and len(tally.failures) <= MAX_ATTACHED:
+        attach_outcome(outcome, spec, case)
+    return outcome
+
+
+def _settings(request):
+    n = request.config.getoption("max_examples")
+    return settings(max_examples=n) if n else settings()
+
+
+def _run_generated(request, backend, spec, strategy, kind, tally) -> None:
+    """Hypothesis draws cases (or batches of cases) from `strategy`; each case is run and judged;
+    the tally decides the outcome."""
+    @_settings(request)
+    @given(strategy)
+    def check(drawn):
+        for case in drawn if isinstance(drawn, list) else [drawn]:
+            _run(request, backend, spec, case, kind, tally)
+    check()
+    tally.finish(request)
+
+
+def test_valid(request, valid_cell):
+    backend, op, level, dtype = valid_cell
+    spec = request.config.dml_specs.operator(op)
+    label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
+    per = request.config.getoption("data_per_descriptor")
+    _run_generated(request, backend, spec, valid_case_batches(spec, level, dtype, per_descriptor=per), "valid", _Tally())
+
+
+def test_invalid(request, invalid_cell):
+    backend, op, level, rule = invalid_cell
+    spec = request.config.dml_specs.operator(op)
+    label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
+    _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally())
+
+
+def test_example(request, example_cell):
+    backend, op, name = example_cell
+    spec = request.config.dml_specs.operator(op)
+    example = next(e for e in spec.examples if e.name == name)
+    case = example_case(spec, example)
+    tally = _Tally()
+    label_test(backend, op, case.feature_level, example.types[spec.input_fields[0].name], "example", spec.path,
+               {"backend": backend, "operator": op, "feature level": case.feature_level, "example": name})
+    outcome = _run(request, backend, spec, case, "example", tally)
+    tally.finish(request)
+    # the worked example's own expected values, not only the reference's
+    if outcome.status not in FAILURES and outcome.diff.expected is not None:
+        import numpy as np
+        for tensor, values in example.expected.items():
+            got = outcome.diff.expected.outputs[tensor].ravel()
+            assert np.array_equal(got, np.asarray(values, dtype=got.dtype)), "the reference disagrees with the spec example"
+
+
+def test_sweep(request, sweep_cell):
+    backend, sweep = sweep_cell
+    specs = request.config.dml_specs
+    spec = specs.operator(sweep.operator)
+    case = sweep_case(specs, sweep)
+    tally = _Tally()
+    label_test(backend, sweep.operator, sweep.level, sweep.data_type, "exhaustive", spec.path,
+               {"backend": backend, "operator": sweep.operator, "data type": sweep.data_type})
+    _run(request, backend, spec, case, "sweep", tally)
+    tally.finish(request)
+
+
+def test_expectation_probe(request, probe_cell):
+    """Each known divergence must still reproduce on its probe; if it no longer does, it is stale."""
+    from harness.judge.expectations import STALE, probe_case
+    from harness.run.case import device_level
+    backend_name, expectation_id = probe_cell
+    config = request.config
+    backend = config.dml_backends[backend_name]
+    expectations = config.dml_expectations[backend_name]
+    item = next(i for i in expectations.items if i.id == expectation_id)
+    specs = config.dml_specs
+    spec = specs.operator(item.operator)
+    case = probe_case(item, specs, device_level(backend, specs))
+    label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
+    outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
+                       test_id=request.node.nodeid)
+    explained = outcome.record.expectation == item.id
+    record = outcome.record
+    record.kind, record.expectation = "probe", item.id
+    if not explained:
+        record.status = STALE
+        record.summary = f"the probe of {item.id} no longer shows the divergence ({outcome.status}): it may be fixed; remove it from backends/expectations/{backend_name}.yaml"
+    config.dml_writer.write(record)
+    config.dml_cells.finished(request.node.nodeid, 1)
+    assert explained, record.summary + "\n" + outcome.message

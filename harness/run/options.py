@@ -1,0 +1,36 @@
+"""Checks of a conformance run's options, shared by `dmlconform run` and the pytest suite.
+
+`dmlconform run` checks them before pytest starts, so that a typo never wipes the previous run's
+report; the suite checks them again for runs started with pytest directly. One function, so the
+two entry points can never disagree on what is allowed.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from harness.spec.operator import SpecSet
+
+
+def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backends: Iterable[str] = (),
+                   levels: Iterable[str] = (), operators: Iterable[str] = (), dtypes: Iterable[str] = (),
+                   max_examples: int | None = None, data_per_descriptor: int = 1) -> str | None:
+    """The first thing wrong with these run options, as one line naming the option; None if all is well."""
+    known = sorted(known_backends)
+    for name in backends:
+        if name not in known:
+            return f"--backend {name!r}: installed backends: {', '.join(known)}"
+    allowed_levels = [level.name for level in specs.catalog.levels]
+    for level in levels:
+        if level not in allowed_levels:
+            return f"--feature-level {level!r}: allowed: {', '.join(allowed_levels)}"
+    for op in operators:
+        if op not in specs.operators:
+            return f"--operator {op!r}: allowed: {', '.join(sorted(specs.operators))}"
+    for t in dtypes:
+        if t not in specs.catalog.data_types:
+            return f"--dtype {t!r}: allowed: {', '.join(specs.catalog.data_types)}"
+    if max_examples is not None and max_examples < 1:
+        return f"--max-examples {max_examples}: a whole number >= 1"
+    if data_per_descriptor < 1:
+        return f"--data-per-descriptor {data_per_descriptor}: a whole number >= 1"
+    return None

@@ -1,0 +1,390 @@
+"""The dmlconform pytest plugin (entry point `pytest11: dmlconform`): the conformance suite's
+options, its parametrization from the specs, backends set up per session, and the run's files.
+
+The suite's tests are in harness/run/conformance.py; `dmlconform run` runs that module, and
+tests/conformance/ in a checkout imports it, so both collect the same cells.
+
+Options: --backend (repeatable), --feature-level (repeatable), --operator, --dtype, --max-examples,
+--exhaustive, --fp32-chunks, --reports-dir, --specs-dir. Hypothesis profiles: --hypothesis-profile
+ci|dev|thorough.
+
+A session that runs the conformance suite is a run: after its options are checked (never before:
+a typo must not wipe the last report) it empties the results, case files and Allure results of
+the reports directory, writes its plan at collection, a marker per finished cell, and a completion
+marker when it ends normally (harness.run.manifest); the gate refuses a run without them.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from harness.run.allocator import keep_freed_memory
+from harness.run.profiles import register_profiles
+from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend
+from harness.run.results import ResultWriter
+from harness.run.options import option_problem
+from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
+from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.run.case import device_level
+from harness.spec.source import SpecError
+from harness.generate.sweeps import sweeps
+from harness.generate.strategies import candidate_rules, coverage_plan, primary_input, rule_reachable
+
+CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
+_DEFAULT_SPECS = None  # loaded once, on first use
+
+
+def _default_specs():
+    global _DEFAULT_SPECS
+    if _DEFAULT_SPECS is None:
+        _DEFAULT_SPECS = load_specs()
+    return _DEFAULT_SPECS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dmlconform", "DirectML conformance")
+    group.addoption("--backend", action="append", default=None, help=f"backend to test (repeatable; default: {', '.join(DEFAULT_BACKENDS)})")
+    group.addoption("--feature-level", action="append", default=None, help="feature level(s) to generate cases at (default: each backend's own level)")
+    group.addoption("--operator", action="append", default=None, help="operator(s) to test (default: all)")
+    group.addoption("--dtype", action="append", default=None, help="data type(s) of the primary input (default: all in the table)")
+    group.addoption("--max-examples", type=int, default=None, help="Hypothesis examples per test (default: the profile's)")
+    group.addoption("--data-per-descriptor", type=int, default=8, help="valid cases (data sets) per drawn descriptor (default: 8)")
+    group.addoption("--exhaustive", action="store_true", help="add the chunked fp32 sweeps (all 2^32 patterns)")
+    group.addoption("--fp32-chunks", default=None, help="with --exhaustive: comma-separated chunk numbers (0-255) instead of all")
+    group.addoption("--reports-dir", default="reports", help="where results, case files and the Hypothesis database go (default: ./reports)")
+    group.addoption("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
+    group.addoption("--directml-dll", default=None, help="path or version name of DirectML.dll for the directml backend")
+    group.addoption("--directml-adapter", type=int, default=0, help="DXGI adapter index for the directml backend")
+    group.addoption("--directml-warp", action="store_true", help="use the WARP software adapter (Windows)")
+    group.addoption("--directml-debug-layer", action="store_true", help="create the DirectML device with the debug layer")
+    group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
+
+
+def _load_run_specs(config: pytest.Config):
+    """The specs of --specs-dir; a broken spec stops the session with its file:line: key: message."""
+    specs_dir = Path(config.getoption("specs_dir"))
+    if specs_dir.resolve() == DEFAULT_SPECS_DIR.resolve():
+        return _default_specs()
+    if not specs_dir.is_dir():
+        raise pytest.UsageError(f"--specs-dir {specs_dir}: not a directory")
+    try:
+        return load_specs(specs_dir)
+    except SpecError as exc:
+        raise pytest.UsageError(f"--specs-dir {specs_dir}: {exc.render()}") from None
+
+
+def _check_reports_dir(config: pytest.Config) -> Path:
+    reports = Path(config.getoption("reports_dir"))
+    if reports.exists() and not reports.is_dir():
+        raise pytest.UsageError(f"--reports-dir {reports}: exists and is not a directory")
+    return reports
+
+
+def _runs_conformance(config: pytest.Config) -> bool:
+    """Whether this session collects the conformance suite (and so is a run that owns the reports
+    directory): an argument naming the suite module, or a directory holding a conformance/ folder
+    of tests (a checkout's tests/ or tests/conformance/), or a path inside one."""
+    if config.getoption("collectonly", default=False):
+        return False  # listing tests runs none: the last run's reports stay
+    for arg in config.args or [str(config.rootpath)]:
+        path = (Path(config.invocation_params.dir) / str(arg).split("::", 1)[0]).resolve()
+        if path == CONFORMANCE_MODULE:
+            return True
+        suites = [path / "conformance", path / "tests" / "conformance"]
+        if path.name == "conformance" or any(p.is_dir() for p in suites) or "conformance" in path.parts:
+            return True
+    return False
+
+
+def _check_choices(config: pytest.Config) -> None:
+    """Bad option values stop the run with what is allowed."""
+    problem = option_problem(config.dml_specs, backends=config.getoption("backend") or [],
+                             known_backends=backend_entry_points(), levels=config.getoption("feature_level") or [],
+                             operators=config.getoption("operator") or [], dtypes=config.getoption("dtype") or [],
+                             max_examples=config.getoption("max_examples"),
+                             data_per_descriptor=config.getoption("data_per_descriptor"))
+    if problem:
+        raise pytest.UsageError(problem)
+    chunks = config.getoption("fp32_chunks")
+    if chunks:
+        try:
+            values = [int(c) for c in chunks.split(",")]
+        except ValueError:
+            raise pytest.UsageError("--fp32-chunks: comma-separated integers 0..255") from None
+        if any(not 0 <= c < 256 for c in values):
+            raise pytest.UsageError("--fp32-chunks: chunks are 0..255")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
+    config.dml_specs = _load_run_specs(config)
+    reports = _check_reports_dir(config)
+    register_profiles(reports)
+    config.dml_is_run = _runs_conformance(config)
+    if not config.getoption("hypothesis_profile", default=None) and (config.dml_is_run or _is_checkout(config)):
+        settings.load_profile("ci")
+    _check_choices(config)
+    is_worker = hasattr(config, "workerinput")
+    if is_worker:
+        config.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
+    else:
+        config.dml_run_id = uuid.uuid4().hex
+        if config.dml_is_run:  # checked above; now the previous run's files may go
+            _clear_previous_run(config, reports)
+    # the xdist worker id from the config, not the environment: a pytest run started inside an
+    # xdist worker (the harness's own report tests) inherits PYTEST_XDIST_WORKER but is no worker
+    worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
+    config.dml_backends = {}
+    config.dml_unavailable = {}
+    names = config.getoption("backend") or DEFAULT_BACKENDS
+    config.dml_requested = set(config.getoption("backend") or [])
+    config.dml_names = names
+    if not config.dml_is_run:
+        return  # not a conformance run: no backend to start, no run files to write
+    for name in names:
+        options = {"specs": config.dml_specs}
+        if name == "directml":
+            options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
+                           warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
+                           exec_flags=config.getoption("directml_exec_flags"))
+        try:
+            backend = load_backend(name, **options)
+        except Exception as exc:  # noqa: BLE001 - reported as a skip reason
+            config.dml_unavailable[name] = f"cannot load: {exc}"
+            continue
+        ok, reason = backend.available()
+        if ok:
+            config.dml_backends[name] = backend
+        else:
+            config.dml_unavailable[name] = reason
+    config.dml_writer = ResultWriter(reports / "results", worker)
+    config.dml_cells = CellWriter(reports / "results", worker)
+    config.dml_worker = worker
+    config.dml_expectations = {name: expectations_for(name) for name in names}
+    config.dml_cases_dir = reports / "cases"
+
+
+def _is_checkout(config: pytest.Config) -> bool:
+    """A session of this project's own tests (a checkout: its tests use the ci profile too)."""
+    return (Path(config.rootpath) / "harness" / "run" / "plugin.py").resolve() == Path(__file__).resolve()
+
+
+def _clear_previous_run(config: pytest.Config, reports: Path) -> None:
+    """Each run starts with empty results, case files and Allure results (history.jsonl stays)."""
+    clear_run_files(reports / "results")
+    cases = reports / "cases"
+    if cases.is_dir():
+        for path in cases.glob("*.yaml"):
+            path.unlink()
+    alluredir = config.getoption("allure_report_dir", default=None)
+    if alluredir and Path(alluredir).is_dir():
+        for path in Path(alluredir).iterdir():
+            if path.is_file():
+                path.unlink()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: every worker writes under the controller's run id."""
+    node.workerinput["dml_run_id"] = node.config.dml_run_id
+
+
+def _planned_cell(item: pytest.Item, per_descriptor: int, max_examples: int) -> PlannedCell | None:
+    """The plan entry of one conformance test, from its parameters (None for other tests)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    params = {k: v for k, v in callspec.params.items() if isinstance(v, tuple)}  # not an empty parameter set
+    skip = item.get_closest_marker("skip")
+    reason = (skip.kwargs.get("reason") or (skip.args[0] if skip.args else "skipped")) if skip else None
+    if "valid_cell" in params:
+        backend, op, level, dtype = params["valid_cell"]
+        return PlannedCell(item.nodeid, backend, op, level, dtype, "valid", max_examples * per_descriptor, False, reason)
+    if "invalid_cell" in params:
+        backend, op, level, rule = params["invalid_cell"]
+        return PlannedCell(item.nodeid, backend, op, level, rule, "invalid", max_examples, False, reason)
+    if "example_cell" in params:
+        backend, op, name = params["example_cell"]
+        return PlannedCell(item.nodeid, backend, op, "", name, "example", 1, True, reason)
+    if "sweep_cell" in params:
+        backend, sweep = params["sweep_cell"]
+        return PlannedCell(item.nodeid, backend, sweep.operator, sweep.level, sweep.id, "sweep", 1, True, reason)
+    if "probe_cell" in params:
+        backend, expectation = params["probe_cell"]
+        return PlannedCell(item.nodeid, backend, "", "", expectation, "probe", 1, True, reason)
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The run's plan: every conformance cell collected, with its case budget or skip reason."""
+    config = session.config
+    if not getattr(config, "dml_is_run", False):
+        return
+    max_examples = config.getoption("max_examples") or settings().max_examples
+    per = config.getoption("data_per_descriptor")
+    cells = [c for c in (_planned_cell(i, per, max_examples) for i in session.items) if c is not None]
+    backends = {name: {"available": name in config.dml_backends, "requested": name in config.dml_requested,
+                       "reason": config.dml_unavailable.get(name, "")} for name in config.dml_names}
+    write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The completion marker (a normal end only), then environment.properties and categories.json
+    for the Allure report (controller or single process)."""
+    config = session.config
+    if not getattr(config, "dml_is_run", False):
+        return
+    if not hasattr(config, "workerinput") \
+            and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
+    specs = config.dml_specs
+    alluredir = config.getoption("allure_report_dir", default=None)
+    if not alluredir or hasattr(config, "workerinput"):
+        return
+    from harness.report.allure import write_run_files
+    env = {"specs": str(specs.directory)}
+    profile = config.getoption("hypothesis_profile", default=None) or "ci"
+    env["hypothesis.profile"] = profile
+    env["hypothesis.seed"] = str(config.getoption("hypothesis_seed", default=None) or ("derandomized" if profile == "ci" else "random"))
+    for name in config.dml_names:
+        backend = config.dml_backends.get(name)
+        if backend is None:
+            env[f"backend.{name}"] = f"not available: {config.dml_unavailable.get(name, '')}"
+            continue
+        env[f"backend.{name}"] = backend.version()
+        env[f"backend.{name}.max_feature_level"] = device_level(backend, specs)
+        if name == "directml":
+            info = backend.info()
+            env["directml.dll"] = str(backend._dll)
+            env["directml.adapter"] = str(info.get("adapter"))
+            env["directml.exec_flags"] = hex(backend.exec_flags)
+    write_run_files(Path(alluredir), env)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for backend in getattr(config, "dml_backends", {}).values():
+        backend.close()
+    for name in ("dml_writer", "dml_cells"):
+        writer = getattr(config, name, None)
+        if writer is not None:
+            writer.close()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if not getattr(config, "dml_is_run", False):
+        return
+    tr = terminalreporter
+    specs = config.dml_specs
+    tr.section("dmlconform backends")
+    for name in config.dml_names:
+        if name in config.dml_backends:
+            backend = config.dml_backends[name]
+            tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, specs)})")
+        else:
+            tr.write_line(f"skipped: {name}: {config.dml_unavailable.get(name, 'not loaded')}")
+
+
+@pytest.fixture(scope="session")
+def specs(request):
+    return request.config.dml_specs
+
+
+# --- parametrization of the conformance tests, from the specs and the options -----------------
+
+def _levels_for(config, backend_name: str) -> list[tuple[str, str | None]]:
+    """(level, skip reason or None) to test for a backend."""
+    specs = config.dml_specs
+    backend = config.dml_backends.get(backend_name)
+    requested = config.getoption("feature_level")
+    if backend is None:
+        return [(lvl, None) for lvl in (requested or [specs.catalog.newest_level.name])]
+    own = device_level(backend, specs)
+    if not requested:
+        return [(own, None)]
+    out = []
+    for lvl in requested:
+        if specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
+            out.append((lvl, f"device maximum feature level is {own}, below {lvl}"))
+        else:
+            out.append((lvl, None))
+    return out
+
+
+def _operators(config):
+    specs = config.dml_specs
+    chosen = config.getoption("operator")
+    return [specs.operators[n] for n in sorted(specs.operators) if not chosen or n in chosen]
+
+
+def _param(values, id_, skip):
+    marks = [pytest.mark.skip(reason=skip)] if skip else []
+    return pytest.param(*values, id=id_, marks=marks)
+
+
+def _unavailable(config, backend):
+    if backend in config.dml_backends:
+        return None
+    return f"backend {backend} not available: {config.dml_unavailable.get(backend, 'not loaded')}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    config = metafunc.config
+    specs = config.dml_specs
+    dtypes = config.getoption("dtype")
+    params = []
+    if "valid_cell" in metafunc.fixturenames:
+        for backend in config.dml_names:
+            for level, skip in _levels_for(config, backend):
+                for spec in _operators(config):
+                    if spec.table_at(level) is None:
+                        continue
+                    types = sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)},
+                                   key=lambda t: specs.catalog.dtype(t).enum)
+                    for t in types:
+                        if dtypes and t not in dtypes:
+                            continue
+                        params.append(_param([(backend, spec.name, level, t)], f"{spec.name}-FL{level}-{t}-{backend}",
+                                             _unavailable(config, backend) or skip))
+        metafunc.parametrize("valid_cell", params)
+    elif "invalid_cell" in metafunc.fixturenames:
+        for backend in config.dml_names:
+            for level, skip in _levels_for(config, backend):
+                for spec in _operators(config):
+                    if spec.table_at(level) is None and not rule_reachable(spec, level, "operator.unavailable"):
+                        continue
+                    for rule in candidate_rules(spec):
+                        if rule_reachable(spec, level, rule):
+                            params.append(_param([(backend, spec.name, level, rule)], f"{spec.name}-FL{level}-{rule}-{backend}",
+                                                 _unavailable(config, backend) or skip))
+        metafunc.parametrize("invalid_cell", params)
+    elif "example_cell" in metafunc.fixturenames:
+        for backend in config.dml_names:
+            for spec in _operators(config):
+                for example in spec.examples:
+                    if dtypes and example.types[primary_input(spec)] not in dtypes:
+                        continue
+                    params.append(_param([(backend, spec.name, example.name)], f"{spec.name}-{example.name}-{backend}",
+                                         _unavailable(config, backend)))
+        metafunc.parametrize("example_cell", params)
+    elif "probe_cell" in metafunc.fixturenames:
+        for backend in config.dml_names:
+            for item in config.dml_expectations[backend].items:
+                if item.probe is None or (config.getoption("operator") and item.operator not in config.getoption("operator")):
+                    continue
+                params.append(_param([(backend, item.id)], f"{item.id}-{backend}", _unavailable(config, backend)))
+        metafunc.parametrize("probe_cell", params)
+    elif "sweep_cell" in metafunc.fixturenames:
+        chunks = config.getoption("fp32_chunks")
+        chosen_ops = config.getoption("operator")
+        for backend in config.dml_names:
+            for level, skip in _levels_for(config, backend):
+                found = sweeps(specs, operators=chosen_ops, level=level, include_fp32=config.getoption("exhaustive"),
+                               fp32_chunks=[int(c) for c in chunks.split(",")] if chunks else None)
+                for sweep in found:
+                    if dtypes and sweep.data_type not in dtypes:
+                        continue
+                    params.append(_param([(backend, sweep)], f"{sweep.id}-{backend}", _unavailable(config, backend) or skip))
+        metafunc.parametrize("sweep_cell", params)

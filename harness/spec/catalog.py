@@ -1,0 +1,147 @@
+"""DirectML data types and feature levels, read from the shared files in specs/.
+
+Every other module asks this catalog instead of hard-coding type widths, ranges or level order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+
+from harness.spec.schema import DATA_TYPES_SCHEMA, FEATURE_LEVELS_SCHEMA
+from harness.spec.source import SourcedYaml, SpecError, load_yaml
+
+DATA_TYPES_FILE = "_data_types.yaml"
+FEATURE_LEVELS_FILE = "_feature_levels.yaml"
+
+
+@dataclass(frozen=True)
+class DataType:
+    """One DML_TENSOR_DATA_TYPE."""
+
+    name: str
+    enum: int
+    bits: int
+    numpy_name: str | None
+    kind: str  # float | signed | unsigned
+    min: int | None
+    max: int | None
+    since: str
+
+    @property
+    def numpy(self) -> np.dtype:
+        if self.numpy_name is None:
+            raise ValueError(f"{self.name} has no NumPy dtype")
+        return np.dtype(self.numpy_name)
+
+    @property
+    def has_numpy(self) -> bool:
+        return self.numpy_name is not None
+
+    @property
+    def size_bytes(self) -> int:
+        """Element size in bytes (sub-byte types count as one byte for layout purposes)."""
+        return max(1, self.bits // 8)
+
+    @property
+    def bits_numpy(self) -> np.dtype:
+        """The unsigned integer dtype holding the raw encoding of one element."""
+        return np.dtype(f"uint{max(8, self.bits)}")
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+
+@dataclass(frozen=True)
+class FeatureLevel:
+    """One DML_FEATURE_LEVEL; `order` is its position, oldest first."""
+
+    name: str
+    enum: int
+    directml: str
+    order: int
+
+
+@dataclass
+class Catalog:
+    """All data types and feature levels."""
+
+    data_types: dict[str, DataType]
+    levels: list[FeatureLevel]
+
+    def level(self, name: str) -> FeatureLevel:
+        for level in self.levels:
+            if level.name == name:
+                return level
+        raise KeyError(name)
+
+    def has_level(self, name: str) -> bool:
+        return any(level.name == name for level in self.levels)
+
+    def level_order(self, name: str) -> int:
+        return self.level(name).order
+
+    def level_by_enum(self, enum: int) -> FeatureLevel:
+        for level in self.levels:
+            if level.enum == enum:
+                return level
+        raise KeyError(hex(enum))
+
+    @property
+    def newest_level(self) -> FeatureLevel:
+        return self.levels[-1]
+
+    def dtype(self, name: str) -> DataType:
+        return self.data_types[name]
+
+    def type_ranges(self) -> dict[str, tuple[int, int]]:
+        return {n: (t.min, t.max) for n, t in self.data_types.items() if t.min is not None and t.max is not None}
+
+
+def _schema_check(src: SourcedYaml, schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(src.data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        raise src.error(tuple(first.absolute_path), first.message)
+
+
+def load_catalog(specs_dir: Path) -> Catalog:
+    """Read `_data_types.yaml` and `_feature_levels.yaml`; raise SpecError on any problem."""
+    types_src = load_yaml(specs_dir / DATA_TYPES_FILE)
+    _schema_check(types_src, DATA_TYPES_SCHEMA)
+    levels_src = load_yaml(specs_dir / FEATURE_LEVELS_FILE)
+    _schema_check(levels_src, FEATURE_LEVELS_SCHEMA)
+
+    levels: list[FeatureLevel] = []
+    for index, raw in enumerate(levels_src.data["feature_levels"]):
+        if levels and raw["enum"] <= levels[-1].enum:
+            raise levels_src.error(("feature_levels", index, "enum"),
+                                   f"levels must be listed oldest first with increasing enum values; "
+                                   f"{raw['name']} comes after {levels[-1].name}")
+        levels.append(FeatureLevel(raw["name"], raw["enum"], raw["directml"], index))
+    level_names = {level.name for level in levels}
+
+    data_types: dict[str, DataType] = {}
+    for index, raw in enumerate(types_src.data["data_types"]):
+        if raw["name"] in data_types:
+            raise types_src.error(("data_types", index, "name"), f"duplicate data type {raw['name']}")
+        if raw["since"] not in level_names:
+            raise types_src.error(("data_types", index, "since"),
+                                  f"unknown feature level {raw['since']!r}; expected one of {sorted(level_names)}")
+        if raw["class"] != "float" and ("min" not in raw or "max" not in raw):
+            raise types_src.error(("data_types", index), "integer types need min and max")
+        if raw["numpy"] is not None:
+            try:
+                np.dtype(raw["numpy"])
+            except TypeError:
+                raise types_src.error(("data_types", index, "numpy"), f"unknown NumPy dtype {raw['numpy']!r}") from None
+        data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], raw["numpy"], raw["class"],
+                                           raw.get("min"), raw.get("max"), raw["since"])
+    return Catalog(data_types=data_types, levels=levels)
+
+
+__all__ = ["Catalog", "DataType", "FeatureLevel", "SpecError", "load_catalog"]

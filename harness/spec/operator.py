@@ -1,0 +1,677 @@
+"""The operator spec model: one YAML file per operator, loaded, schema-checked and meaning-checked.
+
+Everything the harness knows about an operator comes from here (support tables, constraints,
+formula, unspecified regions, comparison rules, examples). `load_specs` stops on the first
+problem of a file with a `file:line: key.path: message` error; `lint_specs` collects them all.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+from harness.spec.catalog import Catalog, DataType, load_catalog
+from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
+from harness.spec.schema import OPERATOR_SCHEMA
+from harness.spec.source import SourcedYaml, SpecError, load_yaml
+
+def _default_specs_dir() -> Path:
+    """The specs shipped with dmlconform: the checkout's specs/ (a source tree or an editable
+    install), else the copy installed as the `dmlconform_specs` package data."""
+    checkout = Path(__file__).resolve().parents[2] / "specs"
+    if (checkout / "_data_types.yaml").is_file():
+        return checkout
+    from importlib.util import find_spec
+    found = find_spec("dmlconform_specs")
+    locations = list(found.submodule_search_locations or []) if found is not None else []
+    return Path(locations[0]) if locations else checkout
+
+
+DEFAULT_SPECS_DIR = _default_specs_dir()
+MAX_DIMENSIONS = 8
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One member of the operator's desc struct, in struct order."""
+
+    name: str
+    role: str  # input | output | attribute
+    c_type: str
+    default: float | None = None
+
+
+@dataclass(frozen=True)
+class TensorSupport:
+    """One row of a support table."""
+
+    kind: str  # input | optional_input | output
+    dims: tuple[int, int]
+    types: tuple[str, ...]
+
+    @property
+    def optional(self) -> bool:
+        return self.kind == "optional_input"
+
+    def dim_counts(self) -> list[int]:
+        return list(range(self.dims[0], self.dims[1] + 1))
+
+
+@dataclass(frozen=True)
+class SupportTable:
+    """A "DML_FEATURE_LEVEL_X and above" table."""
+
+    level: str
+    tensors: dict[str, TensorSupport]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`when` clause of a constraint: the constraint applies only if a tensor's type matches."""
+
+    tensor: str
+    types: tuple[str, ...] | None
+    types_not: tuple[str, ...] | None
+
+    def holds(self, tensor_types: dict[str, str | None]) -> bool:
+        actual = tensor_types.get(self.tensor)
+        if actual is None:
+            return False
+        if self.types is not None:
+            return actual in self.types
+        return actual not in (self.types_not or ())
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A tensor constraint; its validator rule id is `constraint.<id>`."""
+
+    id: str
+    rule: str  # same_data_type | same_shape | data_type_in
+    tensors: tuple[str, ...]
+    types: tuple[str, ...]
+    when: Condition | None
+    text: str
+
+    @property
+    def rule_id(self) -> str:
+        return f"constraint.{self.id}"
+
+
+@dataclass(frozen=True)
+class Unspecified:
+    """A region of inputs where the docs leave the result open."""
+
+    id: str
+    when: Formula
+    why: str
+    applies_to: tuple[str, ...] | None
+    handled_by: str | None
+    undefined_behaviour: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How one output data type is compared with the reference."""
+
+    kind: str  # exact | bitwise | ulp
+    max_ulp: int = 0
+    atol: Formula | None = None
+    ties: Formula | None = None
+    flush_denormals: bool = False
+    nan_payload: str = "ignore"
+
+
+@dataclass(frozen=True)
+class OperatorFormula:
+    """The formula and the names it is evaluated with."""
+
+    docs: str
+    expression: Formula
+    operands: str  # value | raw_bits
+    inputs: dict[str, str]  # variable -> tensor field
+    attributes: tuple[str, ...]
+    constants: dict[str, Formula]
+    absent_inputs: dict[str, float]
+    rounding: str | None
+    output: str
+
+
+@dataclass(frozen=True)
+class Example:
+    """A worked example from the docs or observed behaviour: fixed inputs and expected outputs."""
+
+    name: str
+    source: str
+    types: dict[str, str]
+    sizes: tuple[int, ...] | None
+    attributes: dict[str, float]
+    inputs: dict[str, list[float]]
+    expected: dict[str, list[float]]
+
+
+@dataclass(frozen=True)
+class Favour:
+    """A value the generator favours for an input tensor, computed from the other inputs."""
+
+    tensor: str
+    expression: Formula
+    k_range: tuple[int, int]
+    why: str
+
+
+@dataclass(eq=False)  # identity equality and hashing: specs are cache keys
+class OperatorSpec:
+    """Everything about one operator, read from its spec file."""
+
+    def __repr__(self) -> str:  # short: Hypothesis prints strategy arguments
+        return f"OperatorSpec({self.name})"
+
+    name: str
+    operator_type: int
+    desc_struct: str
+    summary: str
+    introduced: str
+    in_place_allowed: bool
+    in_place_pairs: tuple[tuple[str, str], ...]  # (output, input)
+    fields: tuple[FieldSpec, ...]
+    support: tuple[SupportTable, ...]  # newest first
+    constraints: tuple[Constraint, ...]
+    formula: OperatorFormula
+    special_cases: tuple[dict, ...]
+    unspecified: tuple[Unspecified, ...]
+    comparison: dict[str, Comparison]
+    attribute_values: dict[str, dict[str, list[float]]]
+    examples: tuple[Example, ...]
+    sources: tuple[dict, ...]
+    path: Path
+    favour: tuple[Favour, ...] = ()
+    raw: dict = field(repr=False, default_factory=dict)
+    catalog: Catalog | None = field(repr=False, default=None)
+
+    @property
+    def tensor_fields(self) -> list[FieldSpec]:
+        return [f for f in self.fields if f.role != "attribute"]
+
+    @property
+    def input_fields(self) -> list[FieldSpec]:
+        return [f for f in self.fields if f.role == "input"]
+
+    @property
+    def output_fields(self) -> list[FieldSpec]:
+        return [f for f in self.fields if f.role == "output"]
+
+    @property
+    def attribute_fields(self) -> list[FieldSpec]:
+        return [f for f in self.fields if f.role == "attribute"]
+
+    def field(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def documented_levels(self) -> list[str]:
+        return [table.level for table in self.support]
+
+    def table_at(self, level: str) -> SupportTable | None:
+        """The table in force at `level`: the newest one whose level is not newer; None before introduction."""
+        assert self.catalog is not None
+        order = self.catalog.level_order(level)
+        for table in self.support:
+            if self.catalog.level_order(table.level) <= order:
+                return table
+        return None
+
+    def available_at(self, level: str) -> bool:
+        assert self.catalog is not None
+        return self.catalog.level_order(level) >= self.catalog.level_order(self.introduced)
+
+    def comparison_for(self, data_type: str) -> Comparison:
+        return self.comparison.get(data_type, self.comparison["default"])
+
+    def default_attributes(self) -> dict[str, float]:
+        return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields}
+
+
+@dataclass
+class SpecSet:
+    """The catalog plus every operator spec of a specs directory."""
+
+    catalog: Catalog
+    operators: dict[str, OperatorSpec]
+    directory: Path
+
+    def operator(self, name: str) -> OperatorSpec:
+        try:
+            return self.operators[name]
+        except KeyError:
+            raise KeyError(f"unknown operator {name!r}; known: {', '.join(sorted(self.operators))}") from None
+
+
+def schema_error_path(error: jsonschema.ValidationError) -> tuple:
+    """Where the error is: for an unexpected key, the key itself rather than its parent."""
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        if extra:
+            return path + (extra[0],)
+    return path
+
+
+def schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, with what was expected where its own text does not say it."""
+    if error.validator in ("minItems", "maxItems"):
+        count = len(error.instance) if isinstance(error.instance, list) else "?"
+        bound = "at least" if error.validator == "minItems" else "at most"
+        return f"{error.instance!r} has {count} item(s); expected {bound} {error.validator_value}"
+    if error.validator == "pattern":
+        return f"{error.instance!r} does not have the expected form (regular expression {error.validator_value})"
+    return error.message
+
+
+def _formula(src: SourcedYaml, path: tuple, text: str) -> Formula:
+    try:
+        return parse_formula(text)
+    except FormulaError as exc:
+        raise src.error(path, f"bad formula: {exc}") from None
+
+
+def _check_names(src: SourcedYaml, path: tuple, formula: Formula, names: set[str], tensors: set[str]) -> None:
+    unknown = sorted(formula.names - names)
+    if unknown:
+        raise src.error(path, f"formula uses undefined name(s) {', '.join(unknown)}; defined: {', '.join(sorted(names))}")
+    bad_tensors = sorted(formula.tensor_names - tensors)
+    if bad_tensors:
+        raise src.error(path, f"type function names unknown tensor field(s) {', '.join(bad_tensors)}")
+
+
+def _tensor_type_kinds(support: list[SupportTable], catalog: Catalog) -> dict[str, dict[str, str]]:
+    """Every data type each tensor field may have, in any table, with its kind (integer or float)."""
+    kinds: dict[str, dict[str, str]] = {}
+    for table in support:
+        for tname, cell in table.tensors.items():
+            for type_name in cell.types:
+                kinds.setdefault(tname, {})[type_name] = FLOAT if catalog.data_types[type_name].is_float else INTEGER
+    return kinds
+
+
+def _kind_facts(fraw: dict, support: list[SupportTable], tensor_kinds: dict[str, dict[str, str]],
+                constant_kinds: dict[str, Kinds], generator: bool = False) -> KindFacts:
+    """The kinds of value each formula name holds where the formula is evaluated.
+
+    The reference and the diff bind raw bits (operands: raw_bits) or values in the tensor's own
+    kind, and an absent optional input as its (float) absent value; the generator (favoured
+    values, undefined-behaviour regions) reads every input as float64.
+    """
+    optional = {tname for table in support for tname, cell in table.tensors.items() if cell.optional}
+    variables: dict[str, Kinds] = {}
+    why: dict[str, str] = {}
+    for var, tname in fraw["inputs"].items():
+        allowed = tensor_kinds.get(tname, {})
+        if generator:
+            variables[var], why[var] = frozenset({FLOAT}), f"the generator reads {var} as float64"
+        elif fraw["operands"] == "raw_bits":
+            variables[var], why[var] = frozenset({INTEGER}), f"{var} is the raw bits of {tname}"
+        else:
+            kinds = set(allowed.values()) | ({FLOAT} if tname in optional else set())
+            variables[var] = frozenset(kinds)
+            why[var] = f"{var} reads {tname}: {', '.join(allowed)}" + (", or a float when absent" if tname in optional else "")
+    for name in fraw.get("attributes", ()):
+        variables[name], why[name] = frozenset({FLOAT}), f"{name} is a float attribute"
+    variables.update(constant_kinds)
+    if generator:
+        variables["k"], why["k"] = frozenset({FLOAT}), "the generator draws k as float64"
+    return KindFacts(variables=variables, tensors=tensor_kinds, why=why)
+
+
+def _check_kinds(src: SourcedYaml, path: tuple, formula: Formula, *facts: KindFacts) -> Kinds:
+    """Each function of the formula against the kinds of its argument, in every context given."""
+    kinds: Kinds = frozenset()
+    try:
+        for context in facts:
+            kinds = check_kinds(formula, context)
+    except FormulaError as exc:
+        raise src.error(path, f"bad formula: {exc}") from None
+    return kinds
+
+
+# Examples pass through float64 on their way into a case (harness.generate.cases.example_case): integers
+# beyond 2^53 would silently change.
+_EXACT_FLOAT64_INT = 2 ** 53
+
+
+def _example_value_problem(value: Any, dtype: DataType) -> str | None:
+    """Why `value` is not a value of `dtype`, or None. NaN and +-inf are values of float types."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if dtype.is_float:
+        if math.isfinite(value):
+            with np.errstate(over="ignore"):  # ints are within 64 bits (yamlsource), so float() cannot overflow
+                if not np.isfinite(np.asarray(float(value)).astype(dtype.numpy)):
+                    return f"{value!r} is outside the range of {dtype.name} (largest finite {float(np.finfo(dtype.numpy).max)!r})"
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return f"{value!r} is not an integer, but {dtype.name} holds integers only"
+    assert dtype.min is not None and dtype.max is not None
+    if not dtype.min <= value <= dtype.max:
+        return f"{value!r} is outside the range of {dtype.name} ({dtype.min} .. {dtype.max})"
+    if abs(value) > _EXACT_FLOAT64_INT:
+        return f"{value!r} cannot be used in an example: examples pass through float64, exact only up to 2^53"
+    return None
+
+
+def _check_example(src: SourcedYaml, path: tuple, raw: dict, catalog: Catalog) -> None:
+    """Values within their data types, and sizes that hold exactly the values given."""
+    for section in ("inputs", "expected"):
+        for tname, values in raw[section].items():
+            dtype = catalog.data_types[raw["types"][tname]]
+            if not dtype.has_numpy:
+                raise src.error(path + ("types", tname), f"{dtype.name} has no NumPy type, so no example can use it")
+            for index, value in enumerate(values):
+                problem = _example_value_problem(value, dtype)
+                if problem:
+                    raise src.error(path + (section, tname, index), problem)
+    count = max((len(v) for section in ("inputs", "expected") for v in raw[section].values()), default=0)
+    if count == 0:
+        raise src.error(path + ("inputs",), "an example needs at least one value per tensor")
+    if "sizes" in raw:
+        sizes = raw["sizes"]
+        if not 1 <= len(sizes) <= MAX_DIMENSIONS:
+            raise src.error(path + ("sizes",), f"sizes has {len(sizes)} dimension(s); expected 1 to {MAX_DIMENSIONS}")
+        if math.prod(sizes) != count:
+            raise src.error(path + ("sizes",), f"sizes {sizes} hold {math.prod(sizes)} element(s), "
+                                               f"but each tensor lists {count} value(s)")
+
+
+def _check_types(src: SourcedYaml, path: tuple, types: Any, catalog: Catalog) -> None:
+    for index, name in enumerate(types):
+        if name not in catalog.data_types:
+            raise src.error(path + (index,), f"unknown data type {name!r}; expected one of {', '.join(catalog.data_types)}")
+
+
+def _check_level(src: SourcedYaml, path: tuple, name: str, catalog: Catalog) -> None:
+    if not catalog.has_level(name):
+        raise src.error(path, f"unknown feature level {name!r}; expected one of {', '.join(l.name for l in catalog.levels)}")
+
+
+def _check_keys_are_text(src: SourcedYaml, data: Any) -> None:
+    """Every mapping key is text. YAML also allows `1.5:` or `~:` as keys; names are compared and
+    sorted with each other, so a number among them would be a TypeError far from its line.
+    The walk is iterative; yamlsource bounds the data's size and depth."""
+    stack: list[tuple[tuple, Any]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise src.error(path + (key,), f"mapping keys must be text, found {key!r} ({type(key).__name__})")
+                stack.append((path + (key,), value))
+        elif isinstance(node, list):
+            stack.extend((path + (index,), item) for index, item in enumerate(node))
+
+
+def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
+    """Schema-check and meaning-check one operator file, and build its model."""
+    data = src.data
+    if not isinstance(data, dict):
+        found = "an empty file" if data is None else "a list" if isinstance(data, list) else f"a single value ({data!r:.40})"
+        raise src.error((), f"an operator spec must be a mapping at the top level, found {found}")
+    _check_keys_are_text(src, data)
+    validator = jsonschema.Draft202012Validator(OPERATOR_SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        first = max(errors, key=lambda e: len(e.absolute_path)) if errors[0].validator == "oneOf" else errors[0]
+        raise src.error(schema_error_path(first), schema_message(first))
+
+    if data["operator"] != src.path.stem:
+        raise src.error(("operator",), f"operator {data['operator']!r} must match the file name {src.path.stem!r}")
+    _check_level(src, ("introduced",), data["introduced"], catalog)
+
+    fields: list[FieldSpec] = []
+    seen_fields: set[str] = set()
+    for index, raw in enumerate(data["fields"]):
+        if raw["name"] in seen_fields:
+            raise src.error(("fields", index, "name"), f"duplicate field {raw['name']}")
+        seen_fields.add(raw["name"])
+        if raw["role"] != "attribute" and "default" in raw:
+            raise src.error(("fields", index, "default"), "only attributes take a default")
+        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default")))
+    tensor_names = {f.name for f in fields if f.role != "attribute"}
+    input_names = {f.name for f in fields if f.role == "input"}
+    output_names = {f.name for f in fields if f.role == "output"}
+    attribute_names = {f.name for f in fields if f.role == "attribute"}
+    if not output_names:
+        raise src.error(("fields",), "an operator needs at least one output tensor field")
+
+    support: list[SupportTable] = []
+    previous_order: int | None = None
+    for index, raw in enumerate(data["support"]):
+        path = ("support", index)
+        _check_level(src, path + ("level",), raw["level"], catalog)
+        order = catalog.level_order(raw["level"])
+        if previous_order is not None and order >= previous_order:
+            raise src.error(path + ("level",), "support tables must be listed newest level first, each level once")
+        previous_order = order
+        if order < catalog.level_order(data["introduced"]):
+            raise src.error(path + ("level",), f"table at FL {raw['level']} is older than the operator's introduction (FL {data['introduced']})")
+        missing = sorted(tensor_names - set(raw["tensors"]))
+        if missing:
+            raise src.error(path + ("tensors",), f"table does not cover tensor field(s) {', '.join(missing)}")
+        tensors: dict[str, TensorSupport] = {}
+        for tname, cell in raw["tensors"].items():
+            cpath = path + ("tensors", tname)
+            if tname not in tensor_names:
+                raise src.error(cpath, f"{tname!r} is not a tensor field; fields: {', '.join(sorted(tensor_names))}")
+            lo, hi = cell["dims"]
+            if not (1 <= lo <= hi <= MAX_DIMENSIONS):
+                raise src.error(cpath + ("dims",), f"dimension range [{lo}, {hi}] must satisfy 1 <= min <= max <= {MAX_DIMENSIONS}")
+            _check_types(src, cpath + ("types",), cell["types"], catalog)
+            for tindex, tname2 in enumerate(cell["types"]):
+                if catalog.level_order(catalog.data_types[tname2].since) > order:
+                    raise src.error(cpath + ("types", tindex), f"{tname2} exists only from FL {catalog.data_types[tname2].since}")
+            role = next(f.role for f in fields if f.name == tname)
+            if (cell["kind"] == "output") != (role == "output"):
+                raise src.error(cpath + ("kind",), f"kind {cell['kind']!r} does not fit field role {role!r}")
+            tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]))
+        support.append(SupportTable(raw["level"], tensors))
+    if support[-1].level != data["introduced"]:
+        raise src.error(("support", len(support) - 1, "level"),
+                        f"the oldest table (FL {support[-1].level}) must be at the operator's introduction (FL {data['introduced']})")
+
+    in_place = data["in_place"]
+    pairs = tuple((p["output"], p["input"]) for p in in_place["pairs"])
+    if in_place["allowed"] != bool(pairs):
+        raise src.error(("in_place", "pairs"), "list aliasable (output, input) pairs exactly when allowed is true")
+    for index, (out, inp) in enumerate(pairs):
+        if out not in output_names or inp not in input_names:
+            raise src.error(("in_place", "pairs", index), f"pair ({out}, {inp}) must name an output and an input field")
+
+    constraints: list[Constraint] = []
+    seen_ids: set[str] = set()
+    for index, raw in enumerate(data["constraints"]):
+        path = ("constraints", index)
+        if raw["id"] in seen_ids:
+            raise src.error(path + ("id",), f"duplicate constraint id {raw['id']}")
+        seen_ids.add(raw["id"])
+        if raw["rule"] == "data_type_in":
+            if "tensor" not in raw or "types" not in raw:
+                raise src.error(path, "rule data_type_in needs 'tensor' and 'types'")
+            names = [raw["tensor"]]
+            _check_types(src, path + ("types",), raw["types"], catalog)
+        else:
+            if "tensors" not in raw:
+                raise src.error(path, f"rule {raw['rule']} needs 'tensors' (two or more)")
+            names = raw["tensors"]
+        for n in names:
+            if n not in tensor_names:
+                raise src.error(path, f"{n!r} is not a tensor field")
+        when = None
+        if "when" in raw:
+            w = raw["when"]
+            if w["tensor"] not in tensor_names:
+                raise src.error(path + ("when", "tensor"), f"{w['tensor']!r} is not a tensor field")
+            _check_types(src, path + ("when", "types" if "types" in w else "types_not"), w.get("types", w.get("types_not")), catalog)
+            when = Condition(w["tensor"], tuple(w["types"]) if "types" in w else None,
+                             tuple(w["types_not"]) if "types_not" in w else None)
+        constraints.append(Constraint(raw["id"], raw["rule"], tuple(names), tuple(raw.get("types", ())), when, raw["text"]))
+
+    fraw = data["formula"]
+    expression = _formula(src, ("formula", "expression"), fraw["expression"])
+    for var, tname in fraw["inputs"].items():
+        if tname not in input_names:
+            raise src.error(("formula", "inputs", var), f"{tname!r} is not an input tensor field")
+    if fraw["output"] not in output_names:
+        raise src.error(("formula", "output"), f"{fraw['output']!r} is not an output tensor field")
+    attrs = tuple(fraw.get("attributes", ()))
+    for index, a in enumerate(attrs):
+        if a not in attribute_names:
+            raise src.error(("formula", "attributes", index), f"{a!r} is not an attribute field")
+    constants = {name: _formula(src, ("formula", "constants", name), text) for name, text in fraw.get("constants", {}).items()}
+    tensor_kinds = _tensor_type_kinds(support, catalog)
+    constant_kinds: dict[str, Kinds] = {}
+    for name, c in constants.items():
+        _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
+        constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
+                                            _kind_facts(fraw, support, tensor_kinds, constant_kinds))
+    names = set(fraw["inputs"]) | set(attrs) | set(constants)
+    _check_names(src, ("formula", "expression"), expression, names, tensor_names)
+    evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
+    generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
+    _check_kinds(src, ("formula", "expression"), expression, evaluated)
+    absent = {}
+    for var, raw in fraw.get("absent_inputs", {}).items():
+        if var not in fraw["inputs"]:
+            raise src.error(("formula", "absent_inputs", var), f"{var!r} is not a formula input")
+        absent[var] = float(raw["value"])
+    formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
+                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"])
+    # Every optional tensor that the formula reads needs a stated meaning when absent.
+    for table_index, table in enumerate(support):
+        for tname, cell in table.tensors.items():
+            if cell.optional:
+                for var, t in formula.inputs.items():
+                    if t == tname and var not in absent:
+                        raise src.error(("support", table_index, "tensors", tname, "kind"),
+                                        f"{tname} is optional but formula.absent_inputs does not say what {var!r} is when it is absent")
+
+    unspecified = []
+    for index, raw in enumerate(data.get("unspecified", [])):
+        f = _formula(src, ("unspecified", index, "when"), raw["when"])
+        _check_names(src, ("unspecified", index, "when"), f, names, tensor_names)
+        ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
+        _check_kinds(src, ("unspecified", index, "when"), f, *((evaluated, generated) if ub else (evaluated,)))
+        if "applies_to" in raw:
+            _check_types(src, ("unspecified", index, "applies_to"), raw["applies_to"], catalog)
+        unspecified.append(Unspecified(raw["id"], f, raw["why"], tuple(raw["applies_to"]) if "applies_to" in raw else None,
+                                       raw.get("handled_by"), bool(raw.get("undefined_behaviour", False))))
+
+    comparison: dict[str, Comparison] = {}
+    for key, raw in data["comparison"].items():
+        path = ("comparison", key)
+        if key != "default" and key not in catalog.data_types:
+            raise src.error(path, f"comparison keys are 'default' or data type names, found {key!r}")
+        atol = ties = None
+        if "atol" in raw:
+            atol = _formula(src, path + ("atol",), raw["atol"])
+            _check_names(src, path + ("atol",), atol, names, tensor_names)
+            _check_kinds(src, path + ("atol",), atol, evaluated)
+        if "ties" in raw:
+            ties = _formula(src, path + ("ties",), raw["ties"])
+            _check_names(src, path + ("ties",), ties, names, tensor_names)
+            _check_kinds(src, path + ("ties",), ties, evaluated)
+        if raw["kind"] == "ulp" and "max_ulp" not in raw:
+            raise src.error(path, "kind ulp needs max_ulp")
+        comparison[key] = Comparison(raw["kind"], raw.get("max_ulp", 0), atol, ties,
+                                     raw.get("flush_denormals", False), raw.get("nan_payload", "ignore"))
+
+    attribute_values = data.get("attribute_values", {})
+    for name in attribute_values:
+        if name not in attribute_names:
+            raise src.error(("attribute_values", name), f"{name!r} is not an attribute field")
+
+    examples = []
+    for index, raw in enumerate(data.get("examples", [])):
+        path = ("examples", index)
+        if set(raw["types"]) != tensor_names:
+            raise src.error(path + ("types",), f"types must name every tensor field: {', '.join(sorted(tensor_names))}")
+        for tname, tt in raw["types"].items():
+            if tt not in catalog.data_types:
+                raise src.error(path + ("types", tname), f"unknown data type {tt!r}")
+        lengths = {len(v) for v in list(raw["inputs"].values()) + list(raw["expected"].values())}
+        if len(lengths) != 1:
+            raise src.error(path, "all input and expected lists must have the same length")
+        for tname in raw["inputs"]:
+            if tname not in input_names:
+                raise src.error(path + ("inputs", tname), f"{tname!r} is not an input field")
+        for tname in raw["expected"]:
+            if tname not in output_names:
+                raise src.error(path + ("expected", tname), f"{tname!r} is not an output field")
+        for aname in raw.get("attributes", {}):
+            if aname not in attribute_names:
+                raise src.error(path + ("attributes", aname), f"{aname!r} is not an attribute field")
+        _check_example(src, path, raw, catalog)
+        examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),
+                                tuple(raw["sizes"]) if "sizes" in raw else None, dict(raw.get("attributes", {})),
+                                {k: list(v) for k, v in raw["inputs"].items()},
+                                {k: list(v) for k, v in raw["expected"].items()}))
+
+    favour = []
+    for index, raw in enumerate(data.get("generation", {}).get("favour", [])):
+        path = ("generation", "favour", index)
+        if raw["tensor"] not in input_names:
+            raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
+        f = _formula(src, path + ("expression",), raw["expression"])
+        _check_names(src, path + ("expression",), f, names | {"k"}, tensor_names)
+        _check_kinds(src, path + ("expression",), f, generated)
+        k_range = tuple(raw.get("k", [0, 0]))
+        favour.append(Favour(raw["tensor"], f, (k_range[0], k_range[1]), raw["why"]))
+
+    return OperatorSpec(
+        favour=tuple(favour),
+        name=data["operator"], operator_type=data["operator_type"], desc_struct=data["desc_struct"],
+        summary=data["summary"], introduced=data["introduced"], in_place_allowed=in_place["allowed"],
+        in_place_pairs=pairs, fields=tuple(fields), support=tuple(support), constraints=tuple(constraints),
+        formula=formula, special_cases=tuple(data.get("special_cases", [])), unspecified=tuple(unspecified),
+        comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
+        sources=tuple(data["sources"]), path=src.path, raw=data, catalog=catalog)
+
+
+def operator_files(specs_dir: Path) -> list[Path]:
+    """Operator spec files: every *.yaml not starting with '_' (those are shared data)."""
+    return sorted(p for p in Path(specs_dir).glob("*.yaml") if not p.name.startswith("_"))
+
+
+def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
+    """Load every spec of a directory; raise the first SpecError."""
+    specs_dir = Path(specs_dir)
+    catalog = load_catalog(specs_dir)
+    operators: dict[str, OperatorSpec] = {}
+    types_seen: dict[int, Path] = {}
+    for path in operator_files(specs_dir):
+        spec = build_operator(load_yaml(path), catalog)
+        if spec.operator_type in types_seen:
+            raise SpecError(path, None, ("operator_type",), f"operator_type {spec.operator_type} is also used by {types_seen[spec.operator_type].name}")
+        types_seen[spec.operator_type] = path
+        operators[spec.name] = spec
+    return SpecSet(catalog=catalog, operators=operators, directory=specs_dir)
+
+
+def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
+    """Check each file independently and return every error found (one per file at most)."""
+    errors: list[SpecError] = []
+    try:
+        catalog = load_catalog(specs_dir)
+    except SpecError as exc:
+        return [exc]
+    for path in paths:
+        try:
+            build_operator(load_yaml(path), catalog)
+        except SpecError as exc:
+            errors.append(exc)
+    return errors

@@ -1,0 +1,61 @@
+"""Human-readable rendering of an operator spec at one feature level (`dmlconform spec show`)."""
+from __future__ import annotations
+
+from harness.spec.operator import OperatorSpec
+
+
+def render_spec(spec: OperatorSpec, level: str | None) -> str:
+    """The effective support table at `level` (newest if None), the formula and the constraints."""
+    assert spec.catalog is not None
+    level = level or spec.catalog.newest_level.name
+    lines = [f"{spec.name} ({spec.desc_struct}, DML_OPERATOR_TYPE {spec.operator_type})",
+             f"  {spec.summary}",
+             f"  introduced: FL {spec.introduced}; in-place: {'allowed' if spec.in_place_allowed else 'not allowed'}"]
+    table = spec.table_at(level)
+    if table is None:
+        lines.append(f"  not available at FL {level} (introduced at FL {spec.introduced})")
+    else:
+        lines.append(f"  support at FL {level} (table 'FL {table.level} and above'):")
+        width = max(len(n) for n in table.tensors)
+        for f in spec.tensor_fields:
+            cell = table.tensors[f.name]
+            lo, hi = cell.dims
+            dims = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            lines.append(f"    {f.name:<{width}}  {cell.kind:<14}  dims {dims:<6}  {', '.join(cell.types)}")
+    if spec.attribute_fields:
+        lines.append("  attributes:")
+        for f in spec.attribute_fields:
+            default = "no documented default" if f.default is None else f"default {f.default}"
+            lines.append(f"    {f.name} ({f.c_type}), {default}")
+    lines.append("  formula:")
+    lines.append(f"    {spec.formula.expression.text}")
+    for var, tensor in spec.formula.inputs.items():
+        absent = spec.formula.absent_inputs.get(var)
+        suffix = f" (absent: {absent:g})" if absent is not None else ""
+        lines.append(f"      {var} = {tensor}{suffix}")
+    for name, const in spec.formula.constants.items():
+        lines.append(f"      {name} = {const.text}")
+    if spec.formula.operands == "raw_bits":
+        lines.append("      operands are raw bit patterns (the data type gives only the width)")
+    if spec.formula.rounding:
+        lines.append(f"      rounding: {spec.formula.rounding}")
+    lines.append("  constraints:")
+    for c in spec.constraints:
+        lines.append(f"    [{c.rule_id}] {c.text}")
+    if spec.unspecified:
+        lines.append("  unspecified by the docs:")
+        for u in spec.unspecified:
+            lines.append(f"    [{u.id}] when {u.when.text}")
+    lines.append("  comparison:")
+    for key, comp in spec.comparison.items():
+        extra = []
+        if comp.kind == "ulp":
+            extra.append(f"max {comp.max_ulp} ULP")
+        if comp.atol:
+            extra.append(f"+ {comp.atol.text}")
+        if comp.ties:
+            extra.append(f"either neighbour at ties ({comp.ties.text})")
+        if comp.flush_denormals:
+            extra.append("fp32 denormal flush accepted")
+        lines.append(f"    {key}: {comp.kind}{' (' + '; '.join(extra) + ')' if extra else ''}")
+    return "\n".join(lines)
