@@ -15,7 +15,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import output_buffer
 from harness.reference.evaluate import expected_for
 from harness.spec.operator import SpecSet, load_specs
-from harness.model.validator import validate
+from harness.model.validator import case_verdict
 
 from harness.model.backend import Capabilities, Outputs, Rejected, RunResult, Unsupported
 
@@ -40,9 +40,9 @@ class NumpyReferenceBackend:
         spec = self.specs.operators.get(case.operator)
         if spec is None:
             return Unsupported(f"no spec for operator {case.operator}")
-        verdict = validate(spec, case.descriptor, case.feature_level)
+        verdict = case_verdict(spec, case)
         if not verdict.accepted:
-            return Rejected(verdict.summary(), tuple(sorted(verdict.rule_ids)))
+            return Rejected(verdict.summary())
         catalog = self.specs.catalog
         result = expected_for(spec, case).outputs[spec.formula.output]  # computed once per case, shared with the diff
         buffers: dict[str, bytes] = {}

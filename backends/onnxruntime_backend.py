@@ -22,7 +22,7 @@ import numpy as np
 from harness.model.descriptor import Case
 from harness.model.layout import output_buffer, read_logical
 from harness.spec.operator import SpecSet, load_specs
-from harness.model.validator import validate
+from harness.model.validator import case_verdict
 
 from harness.model.backend import Capabilities, Crashed, Outputs, RunResult, Unsupported
 
@@ -75,7 +75,7 @@ class OnnxRuntimeBackend:
             return Unsupported(f"no spec for operator {case.operator}")
         if case.operator not in self.capabilities().operators:  # type: ignore[operator]
             return Unsupported(f"no ONNX mapping for {case.operator}")
-        if not validate(spec, case.descriptor, case.feature_level).accepted:
+        if not case_verdict(spec, case).accepted:
             return Unsupported("onnxruntime does not validate DirectML descriptors")
         catalog = self.specs.catalog
         d = case.descriptor

@@ -109,7 +109,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             worst = EXIT_FAIL
             continue
         kind = "valid" if case.expect_valid else "invalid"
-        outcome = run_case(backend, spec, case, kind, expectations=expectations_for(name))
+        outcome = run_case(backend, spec, case, kind, expectations=expectations_for(name, _expectations_dir(args)))
         print(outcome.message)
         backend.close()
         if outcome.failed:
@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     pytest_args = [str(CONFORMANCE_MODULE), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
                    f"--reports-dir={reports}", f"--specs-dir={args.specs_dir}",
+                   *([f"--expectations-dir={_expectations_dir(args)}"] if args.expectations_dir else []),
                    f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
     for name in args.backend or []:
         pytest_args.append(f"--backend={name}")
@@ -175,6 +176,16 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         return EXIT_USAGE
     print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/)")
     return code
+
+
+def _expectations_dir(args: argparse.Namespace) -> Path | None:
+    """--expectations-dir, checked; None: each backend's own expectation files."""
+    value = getattr(args, "expectations_dir", None)
+    if value is None:
+        return None
+    if not Path(value).is_dir():
+        raise UsageError(f"--expectations-dir {value}: not a directory")
+    return Path(value)
 
 
 def _reports_dir(args: argparse.Namespace) -> Path:
@@ -220,7 +231,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from harness.report.gate import evaluate_gate
     from harness.run.manifest import load_manifest
     reports = _reports_dir(args)
-    result = evaluate_gate(_records(reports), load_manifest(reports / "results"))
+    result = evaluate_gate(_records(reports), load_manifest(reports / "results"), _expectations_dir(args))
     print("\n".join(result.summary))
     return EXIT_OK if result.passed else EXIT_FAIL
 
@@ -259,6 +270,8 @@ def cmd_spec_diff(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlconform", description="DirectML operator conformance harness")
     parser.add_argument("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
+    parser.add_argument("--expectations-dir", default=None,
+                        help="directory of BACKEND.yaml expectation files (default: the one each backend ships)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     spec = sub.add_parser("spec", help="check and show operator specs")

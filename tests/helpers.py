@@ -1,14 +1,83 @@
-"""Small helpers shared by the harness tests."""
+"""Small helpers shared by the harness tests.
+
+The harness tests read their operators from SPECS: the shipped specs/, or the directory named by
+DMLCONFORM_TEST_SPECS_DIR (how tests/harness/test_operator_set.py runs them against a spec set with
+one more operator). Hand-checked data per operator lives in tests/golden/OPERATOR.yaml (`golden`).
+"""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
+import pytest
+import yaml
 
 from backends.numpy_reference import NumpyReferenceBackend
 from harness.generate.cases import case_from_arrays, output_values
-from harness.spec.operator import load_specs
+from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
 
-SPECS = load_specs()
+SPECS_DIR = Path(os.environ.get("DMLCONFORM_TEST_SPECS_DIR") or DEFAULT_SPECS_DIR)
+SPECS = load_specs(SPECS_DIR)
 REFERENCE = NumpyReferenceBackend(SPECS)
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+
+_GOLDEN_KEYS = {"operator", "spec", "vectors"}
+_SPEC_KEYS = {"source", "operator_type", "introduced", "in_place_allowed", "fields", "default_attributes", "tables"}
+_SPEC_REQUIRED = _SPEC_KEYS - {"default_attributes"}
+_VECTOR_KEYS = {"name", "checked", "types", "attributes", "sizes", "feature_level", "inputs", "expected"}
+_VECTOR_REQUIRED = {"name", "checked", "types", "inputs", "expected"}
+
+
+def golden(op: str) -> dict:
+    """The hand-checked data of one operator (tests/golden/OP.yaml), checked for form; a test of an
+    operator without a file fails with exactly "no golden data for OP (add tests/golden/OP.yaml)"."""
+    path = GOLDEN_DIR / f"{op}.yaml"
+    if not path.is_file():
+        pytest.fail(f"no golden data for {op} (add tests/golden/{op}.yaml)", pytrace=False)
+    return load_golden(path)
+
+
+def load_golden(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    where = f"{path.name}"
+    assert isinstance(data, dict) and set(data) == _GOLDEN_KEYS, f"{where}: top-level keys must be {sorted(_GOLDEN_KEYS)}"
+    assert data["operator"] == path.stem, f"{where}: operator {data['operator']!r} differs from the file name"
+    spec = data["spec"]
+    assert isinstance(spec, dict) and _SPEC_REQUIRED <= set(spec) <= _SPEC_KEYS, \
+        f"{where}: spec needs {sorted(_SPEC_REQUIRED)} (and may have default_attributes), has {sorted(spec)}"
+    for level, tensors in spec["tables"].items():
+        for tensor, cell in tensors.items():
+            assert isinstance(cell, list) and len(cell) == 3, f"{where}: spec.tables.{level}.{tensor}: [kind, [min, max], types]"
+    names = set()
+    for i, vector in enumerate(data["vectors"]):
+        at = f"{where}: vectors[{i}]"
+        assert isinstance(vector, dict) and _VECTOR_REQUIRED <= set(vector) <= _VECTOR_KEYS, \
+            f"{at}: needs {sorted(_VECTOR_REQUIRED)}, may have {sorted(_VECTOR_KEYS - _VECTOR_REQUIRED)}; has {sorted(vector)}"
+        assert vector["name"] not in names, f"{at}: duplicate name {vector['name']!r}"
+        names.add(vector["name"])
+        assert isinstance(vector["checked"], str) and vector["checked"].strip(), f"{at}: say how it was hand-checked"
+        for section in ("inputs", "expected"):
+            for tensor, values in vector[section].items():
+                _numbers(values["bits"] if isinstance(values, dict) and set(values) == {"bits"} else values,
+                         f"{at} ({vector['name']}): {section}.{tensor}")
+    return data
+
+
+def _numbers(values, where: str) -> None:
+    """Golden values are numbers (YAML reads 1e-40 without a dot as a string: write 1.0e-40)."""
+    assert isinstance(values, list) and values, f"{where}: a non-empty list, or {{bits: [...]}}"
+    for v in values:
+        assert isinstance(v, (int, float)) and not isinstance(v, bool), f"{where}: {v!r} is not a number"
+
+
+def golden_array(values, dtype) -> np.ndarray:
+    """A golden list as an array of `dtype`: numbers, or {bits: [...]} holding the bit patterns."""
+    if isinstance(values, dict):
+        return from_bits(values["bits"], dtype)
+    if np.dtype(dtype).kind == "f":  # through float64, the value YAML read
+        return np.array(values, dtype=np.float64).astype(dtype)
+    return np.array(values, dtype=dtype)
 
 
 def run_reference(op: str, types: dict, values: dict, level: str = "6.4", **kw) -> np.ndarray:

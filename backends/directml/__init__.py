@@ -15,7 +15,7 @@ from harness.model.descriptor import Case
 from backends.directml.dlls import dll_file_version, resolve
 from harness.model.layout import total_bytes
 from harness.spec.operator import SpecSet, load_specs
-from harness.model.validator import validate
+from harness.model.validator import case_verdict
 from harness.model.wellformed import CaseFormatError, check_case
 
 from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
@@ -165,7 +165,7 @@ class DirectMLBackend:
             if t.total_bytes is not None and t.total_bytes > JSON_EXACT_INTEGER:
                 return "a TotalTensorSizeInBytes above 2^53 does not pass exactly through the runner's JSON (read as a double)"
         if case.descriptor.aliases and not self.debug_layer:
-            verdict = validate(spec, case.descriptor, case.feature_level)
+            verdict = case_verdict(spec, case)
             if {"in_place.not_allowed", "in_place.layout_mismatch"} & verdict.rule_ids:
                 return "in-place binding rules are checked only by the DirectML debug layer (not enabled)"
         return None
@@ -233,10 +233,6 @@ class DirectMLBackend:
             self.close()
             return Crashed(f"device removed at {reply.get('stage')} (hr {reply.get('hr')}); runner restarted{'; ' + words if words else ''}")
         return Crashed(f"runner error at {reply.get('stage')}: hr {reply.get('hr')}")
-
-    def send_raw(self, header: dict) -> RunResult:
-        """Test hook: send a raw command (crash, hang, remove_device) and classify the outcome."""
-        return self._send(header, [], self.specs.operator("ELEMENT_WISE_SIGN"))
 
 
 if sys.platform == "win32":  # pragma: no cover - the native route

@@ -17,7 +17,6 @@ def case_from_arrays(spec: OperatorSpec, level: str, types: dict[str, str], valu
     Tensors missing from `types` are absent (optional inputs). Values are cast to the tensor type.
     """
     catalog = spec.catalog
-    assert catalog is not None
     if sizes is None:
         first = next(iter(values.values()))
         sizes = list(np.shape(first)) or [1]
@@ -48,7 +47,6 @@ def case_from_arrays(spec: OperatorSpec, level: str, types: dict[str, str], valu
 def example_case(spec: OperatorSpec, example: Example) -> Case:
     """The example as a case at the newest level where all its types are in the table."""
     catalog = spec.catalog
-    assert catalog is not None
     level = catalog.newest_level.name
     n = len(next(iter(example.inputs.values())))
     sizes = list(example.sizes) if example.sizes else [n]
@@ -60,7 +58,6 @@ def example_case(spec: OperatorSpec, example: Example) -> Case:
 def output_values(spec: OperatorSpec, case: Case, buffers: dict[str, bytes]) -> dict[str, np.ndarray]:
     """Logical output arrays read through the output descriptors."""
     catalog = spec.catalog
-    assert catalog is not None
     out = {}
     for f in spec.output_fields:
         desc = case.descriptor.tensors[f.name]

@@ -6,7 +6,6 @@ attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,8 +81,3 @@ def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
                             origin=f"sweep:{sweep.id}")
     case.tags = ["exhaustive"]
     return case
-
-
-def iter_sweep_cases(specs: SpecSet, **kw) -> Iterator[Case]:
-    for sweep in sweeps(specs, **kw):
-        yield sweep_case(specs, sweep)

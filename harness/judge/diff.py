@@ -13,17 +13,17 @@ from typing import Callable
 
 import numpy as np
 
+from harness.judge.status import FAILURES, Status
+from harness.model.backend import RunResult
 from harness.model.descriptor import Case
 from harness.model.layout import read_logical, span_elements
 from harness.reference.evaluate import Expected, expected_for
 from harness.spec.operator import Comparison, OperatorSpec
-from harness.model.validator import validate
+from harness.model.validator import case_verdict
 
-PASS, MISMATCH, UNSPECIFIED = "pass", "mismatch", "diverges-on-unspecified"
-UNSUPPORTED, REJECTED_VALID, ACCEPTED_INVALID = "unsupported", "rejected-valid", "accepted-invalid"
-CRASHED, REJECTED_INVALID = "crashed", "rejected-invalid"
-FAILURES = {MISMATCH, REJECTED_VALID, ACCEPTED_INVALID, CRASHED, "stale-expectation"}
-STATUSES = [PASS, REJECTED_INVALID, UNSPECIFIED, UNSUPPORTED, MISMATCH, REJECTED_VALID, ACCEPTED_INVALID, CRASHED]
+PASS, MISMATCH, UNSPECIFIED = Status.PASS, Status.MISMATCH, Status.UNSPECIFIED
+UNSUPPORTED, REJECTED_VALID, ACCEPTED_INVALID = Status.UNSUPPORTED, Status.REJECTED_VALID, Status.ACCEPTED_INVALID
+CRASHED, REJECTED_INVALID = Status.CRASHED, Status.REJECTED_INVALID
 MAX_REPORTED = 10
 
 
@@ -182,7 +182,6 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     unspecified regions) are then applied to the elements that differ only, gathered by index.
     """
     catalog = spec.catalog
-    assert catalog is not None
     expected = expected or expected_for(spec, case)
     name = spec.formula.output
     desc = case.descriptor.tensors[name]
@@ -275,7 +274,8 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     return result
 
 
-def judge(spec: OperatorSpec, case: Case, run_result, backend_validates: bool, device_level: str | None = None) -> DiffResult:
+def judge(spec: OperatorSpec, case: Case, run_result: RunResult, backend_validates: bool,
+          device_level: str | None = None) -> DiffResult:
     """Classify one backend result for one case.
 
     A case built invalid at a lower level may be valid on a newer device: validity is judged at
@@ -283,7 +283,7 @@ def judge(spec: OperatorSpec, case: Case, run_result, backend_validates: bool, d
     """
     kind = run_result.kind
     level = device_level or case.feature_level
-    verdict = validate(spec, case.descriptor, level)
+    verdict = case_verdict(spec, case, level)
     if kind == "crashed":
         return DiffResult(CRASHED, run_result.reason)
     if kind == "unsupported":

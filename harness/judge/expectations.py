@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from harness.judge.diff import DiffResult
+from harness.judge.status import Status
 from harness.spec.expr import EvalContext, Formula, FormulaError, parse_formula
 from harness.spec.source import SpecError, load_yaml
 
-EXPECTED_DIVERGENCE = "expected-divergence"
+EXPECTED_DIVERGENCE = Status.EXPECTED_DIVERGENCE
 
 
 @dataclass
@@ -86,7 +87,7 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
     return ExpectationSet(backend, items)
 
 
-STALE = "stale-expectation"
+STALE = Status.STALE
 
 
 def probe_case(item: Expectation, specs, level: str):

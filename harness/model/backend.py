@@ -22,7 +22,6 @@ class Outputs:
 @dataclass(frozen=True)
 class Rejected:
     reason: str
-    rule_ids: tuple[str, ...] = ()
     kind: str = "rejected"
 
 

@@ -143,9 +143,6 @@ class Descriptor:
     attributes: dict[str, float] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # output field -> input field sharing its memory
 
-    def tensor(self, name: str) -> TensorDesc | None:
-        return self.tensors.get(name)
-
     def with_tensor(self, name: str, desc: TensorDesc | None) -> "Descriptor":
         tensors = dict(self.tensors)
         tensors[name] = desc

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.spec.catalog import Catalog
-from harness.model.descriptor import Descriptor, TensorDesc
+from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.spec.operator import OperatorSpec
 
@@ -18,7 +18,6 @@ KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
 # address alignment requirement of 16 bytes"). DirectML 1.15.4 rejects GuaranteedBaseOffsetAlignment
 # 1..8 for every element size and accepts 16, 32, 64: a guarantee must be at least this.
 MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
-UINT32_MAX = 2**32 - 1
 
 # id -> what the rule says (level-dependent rules are marked in LEVEL_RULES)
 GENERIC_RULES: dict[str, str] = {
@@ -69,11 +68,6 @@ class Verdict:
         return "accepted" if self.accepted else "rejected: " + "; ".join(v.render() for v in self.violations)
 
 
-def all_rule_ids(spec: OperatorSpec) -> list[str]:
-    """Every rule id that can apply to this operator."""
-    return list(GENERIC_RULES) + [c.rule_id for c in spec.constraints]
-
-
 def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool, out: list[Violation]) -> None:
     dtype = catalog.data_types.get(desc.data_type)
     if len(desc.sizes) != desc.dim_count:
@@ -104,7 +98,6 @@ def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool
 def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
     """Every rule `descriptor` breaks for `spec` on a device at feature level `level`."""
     catalog = spec.catalog
-    assert catalog is not None
     out: list[Violation] = []
     field_names = {f.name for f in spec.tensor_fields}
     for name in descriptor.tensors:
@@ -134,20 +127,19 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
 
     present_types = {n: (t.data_type if t is not None else None) for n, t in descriptor.tensors.items()}
     for c in spec.constraints:
-        if c.when is not None and not c.when.holds(present_types):
+        if not c.applies(present_types):
             continue
         present = [(n, descriptor.tensors.get(n)) for n in c.tensors if descriptor.tensors.get(n) is not None]
-        if c.rule == "same_data_type":
-            if len({t.data_type for _, t in present}) > 1:
-                out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.data_type}" for n, t in present)))
+        offenders = c.type_offenders(present_types)
+        if c.rule == "same_data_type" and offenders:
+            out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.data_type}" for n, t in present)))
         elif c.rule == "same_shape":
             shapes = {(t.dim_count, tuple(t.sizes)) for _, t in present}
             if len(shapes) > 1:
                 out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.sizes}" for n, t in present)))
         elif c.rule == "data_type_in":
-            for n, t in present:
-                if t.data_type not in c.types:
-                    out.append(Violation(c.rule_id, n, c.text + f" Found {t.data_type}"))
+            for n in offenders:
+                out.append(Violation(c.rule_id, n, c.text + f" Found {present_types[n]}"))
 
     allowed_pairs = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     for output, inp in descriptor.aliases.items():
@@ -165,3 +157,18 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
         if not same:
             out.append(Violation("in_place.layout_mismatch", output, f"{output} and {inp} must describe identical memory to alias"))
     return Verdict(out)
+
+
+def case_verdict(spec: OperatorSpec, case: Case, level: str | None = None) -> Verdict:
+    """`validate` of a case's descriptor at `level` (default: the case's), once per case and level.
+
+    The judge, the reference backend, the prefetch and the other backends all ask about the same
+    case; the answer is remembered on the case itself (keyed by the descriptor object, so a case
+    whose descriptor is replaced is validated again)."""
+    level = level or case.feature_level
+    memo = case.__dict__.setdefault("_verdicts", {})
+    key = (spec.name, level, id(case.descriptor))
+    verdict = memo.get(key)
+    if verdict is None:
+        verdict = memo[key] = validate(spec, case.descriptor, level)
+    return verdict

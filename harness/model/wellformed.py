@@ -178,8 +178,8 @@ def check_buffer(spec: OperatorSpec, case: Case, name: str, desc: TensorDesc) ->
 def _invalid_at_every_level(spec: OperatorSpec, case: Case) -> bool:
     """The descriptor breaks a rule that does not depend on the feature level (so no device,
     whatever its level, may accept it and read its inputs)."""
-    from harness.model.validator import LEVEL_RULES, validate  # the rare path: cases without input data
-    return bool(validate(spec, case.descriptor, case.feature_level).rule_ids - LEVEL_RULES)
+    from harness.model.validator import LEVEL_RULES, case_verdict  # the rare path: cases without input data
+    return bool(case_verdict(spec, case).rule_ids - LEVEL_RULES)
 
 
 def check_aliases(spec: OperatorSpec, case: Case) -> None:
@@ -203,7 +203,6 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     and every input buffer is as long as its descriptor says; the cheap checks run first and a
     well-formed case costs a few microseconds per tensor."""
     catalog = spec.catalog
-    assert catalog is not None
     if case.descriptor.operator != spec.name:
         raise CaseFormatError("descriptor.operator", f"{short(case.descriptor.operator)} is not {spec.name}")
     if not isinstance(case.feature_level, str) or not catalog.has_level(case.feature_level):

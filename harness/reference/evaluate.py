@@ -17,13 +17,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from harness.spec.catalog import Catalog, DataType
+from harness.spec.catalog import DataType
 from harness.model.descriptor import Case, Descriptor
-from harness.spec.expr import EvalContext, NotExact, evaluate_exact
+from harness.spec.context import attribute_values, formula_context
+from harness.spec.expr import EvalContext, NotExact, evaluate_exact, is_f32_denormal
 from harness.model.layout import read_logical
 from harness.spec.operator import OperatorSpec
 
-F32_TINY = float(np.finfo(np.float32).tiny)
 
 
 class Expected:
@@ -112,7 +112,7 @@ class Expected:
             arrays.append(self.outputs[name].reshape(-1)[flat_index])
         for values in arrays:
             values = np.asarray(values)
-            if values.dtype.kind == "f" and ((np.abs(values) < F32_TINY) & (values != 0)).any():
+            if is_f32_denormal(values).any():
                 return True
         return False
 
@@ -141,14 +141,13 @@ def flush_f32_denormals(values: np.ndarray) -> np.ndarray:
     """fp32 denormals replaced by a zero of the same sign (what D3D hardware may do)."""
     if values.dtype.kind != "f":
         return values
-    denormal = (np.abs(values) < F32_TINY) & (values != 0)
+    denormal = is_f32_denormal(values)
     return np.where(denormal, np.copysign(0.0, values), values)
 
 
 def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes], flush: bool = False) -> dict[str, np.ndarray]:
     """The formula's input variables as arrays (raw bits or values), absent inputs as their stated constant."""
     catalog = spec.catalog
-    assert catalog is not None
     variables: dict[str, np.ndarray] = {}
     for var, tensor in spec.formula.inputs.items():
         desc = descriptor.tensors.get(tensor)
@@ -164,25 +163,16 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
             if flush and dtype.name == "FLOAT32":
                 values = flush_f32_denormals(values)
             variables[var] = values
-    for name in spec.formula.attributes:
-        value = descriptor.attributes.get(name, spec.field(name).default)
-        c_type = spec.field(name).c_type
-        variables[name] = np.float64(np.float32(value)) if c_type == "FLOAT" else np.float64(value)
+    variables.update(attribute_values(spec, descriptor.attributes))
     return variables
 
 
 def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray]) -> EvalContext:
     catalog = spec.catalog
-    assert catalog is not None
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
-    ctx = EvalContext(variables=dict(variables),
-                      tensor_types={n: t.data_type for n, t in descriptor.tensors.items() if t is not None},
-                      type_ranges=catalog.type_ranges(),
-                      output_numpy_dtype=catalog.dtype(out_desc.data_type).numpy)
-    for name, const in spec.formula.constants.items():
-        ctx.variables[name] = np.asarray(const.evaluate(ctx))
-    return ctx
+    return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}, variables,
+                           descriptor.attributes, catalog.dtype(out_desc.data_type).numpy)
 
 
 def _midpoint_candidates(result: np.ndarray, out: np.dtype) -> np.ndarray:
@@ -220,7 +210,6 @@ def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str
                     flush: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
     """The formula's result in the output data type (logical shape), the bound variables, and the context."""
     catalog = spec.catalog
-    assert catalog is not None
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
     out_type = catalog.dtype(out_desc.data_type)

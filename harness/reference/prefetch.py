@@ -1,7 +1,8 @@
 """Start a large case's reference (and its digest) while the backend is still running it.
 
-Why: at 2^20 elements the reference evaluation and the sha256 case id take milliseconds, and
-they do not depend on the backend's answer. NumPy's ufuncs and hashlib release the GIL, and the
+Why: at 2^20 elements the reference evaluation and the case id's digest take milliseconds (figures:
+docs/performance.md), and they do not depend on the backend's answer. NumPy's ufuncs release
+the GIL, and the
 DirectML runner is another process, so doing this work in a thread during `backend.run` takes it
 off the critical path: afterwards the diff finds the reference ready (see ReferenceMemo).
 Small cases are not worth a thread hand-off and are left to the diff, as are invalid ones (they
@@ -16,7 +17,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import element_count
 from harness.reference.evaluate import expected_for
 from harness.spec.operator import OperatorSpec
-from harness.model.validator import validate
+from harness.model.validator import case_verdict
 
 PREFETCH_MIN_ELEMENTS = 1 << 16
 
@@ -36,7 +37,7 @@ def start_reference(spec: OperatorSpec, case: Case, level: str) -> Future | None
     out = case.descriptor.tensors.get(spec.formula.output)
     if out is None or element_count(out) < PREFETCH_MIN_ELEMENTS:
         return None
-    if not validate(spec, case.descriptor, level).accepted:
+    if not case_verdict(spec, case, level).accepted:
         return None
     if _pending is not None and not _pending.done():
         return None  # one in flight at most: cases the diff never needed must not queue up

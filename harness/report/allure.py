@@ -9,25 +9,42 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-CATEGORIES = [
-    {"name": "mismatch", "description": "outputs differ from the reference under the spec's comparison",
-     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): mismatch: .*"},
-    {"name": "rejected-valid", "description": "a descriptor valid at the device's feature level was rejected",
-     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): rejected-valid: .*"},
-    {"name": "accepted-invalid", "description": "a descriptor that breaks a rule was accepted",
-     "matchedStatuses": ["failed"], "messageRegex": r"(?s).*\): accepted-invalid: .*"},
-    {"name": "crashed", "description": "the backend crashed, hung or lost its device on this case",
-     "matchedStatuses": ["failed", "broken"], "messageRegex": r"(?s).*\): crashed: .*"},
-    {"name": "diverges-on-unspecified", "description": "differences only where the docs leave the result open (informational)",
-     "matchedStatuses": ["skipped", "passed"], "messageRegex": r"(?s).*diverges-on-unspecified.*"},
-    {"name": "known divergence", "description": "explained by the backend's expectations file",
-     "matchedStatuses": ["skipped"], "messageRegex": r"(?s).*known divergence.*"},
-]
+from harness.judge.status import DESCRIPTIONS, Status, status_tag
+
+STATUS_LABEL = "dmlconform.status"  # the worst status of a test's cases, set by the suite
+_CATEGORY_STATUSES = {  # Allure's own result statuses that each of ours shows up as
+    Status.MISMATCH: ["failed"], Status.REJECTED_VALID: ["failed"], Status.ACCEPTED_INVALID: ["failed"],
+    Status.CRASHED: ["failed", "broken"], Status.STALE: ["failed"], Status.EXPECTED_DIVERGENCE: ["skipped"],
+    Status.UNSUPPORTED: ["skipped"], Status.UNSPECIFIED: ["passed", "skipped"],
+}
+
+
+def category_rules() -> list[dict]:
+    """Allure 3 categories (the report's config): one per status, matched on the status label
+    the suite sets, never on message text."""
+    return [{"id": status.value, "name": status.value, "description": DESCRIPTIONS[status],
+             "matchers": {"labels": {STATUS_LABEL: f"^{status.value}$"}}} for status in _CATEGORY_STATUSES]
+
+
+def _compat_categories() -> list[dict]:
+    """categories.json for Allure 2-style readers: the same categories, on the status tag that starts
+    the suite's messages after pytest's `Failed: ` / `Skipped: ` (plain regexes: JavaScript has no
+    inline flags such as `(?s)`)."""
+    return [{"name": status.value, "description": DESCRIPTIONS[status], "matchedStatuses": statuses,
+             "messageRegex": "^(\\w+: )?" + re.escape(status_tag(status)) + "[\\s\\S]*"} for status, statuses in _CATEGORY_STATUSES.items()]
+
+
+def label_status(status: str) -> None:
+    """The worst status of the test's cases, as the label the categories match on."""
+    allure = _allure()
+    if allure is not None:
+        allure.dynamic.label(STATUS_LABEL, str(status))
 
 
 def _allure():
@@ -111,4 +128,4 @@ def write_run_files(alluredir: Path, environment: dict[str, str]) -> None:
     alluredir.mkdir(parents=True, exist_ok=True)
     lines = [f"{k.replace(' ', '.')}={str(v).replace(chr(10), ' ')}" for k, v in sorted(environment.items())]
     (alluredir / "environment.properties").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (alluredir / "categories.json").write_text(json.dumps(CATEGORIES, indent=2), encoding="utf-8")
+    (alluredir / "categories.json").write_text(json.dumps(_compat_categories(), indent=2), encoding="utf-8")

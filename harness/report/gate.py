@@ -1,7 +1,7 @@
 """The CI gate: yes or no, with the reason.
 
 A green gate means every planned case ran and conformed. It fails on an incomplete run (no plan,
-a planned cell without results, records lost, no completion marker: see run_manifest), on any
+a planned cell without results, records lost, no completion marker: see harness.run.manifest), on any
 unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed, or a status it does not
 know), and on stale expectations (an expectation that explained nothing although its operator ran
 on its backend: the divergence may be fixed, the file must say so). Several records of one case
@@ -12,13 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.judge.expectations import EXPECTED_DIVERGENCE, STALE
+from harness.judge.status import is_failure
 from harness.run.registry import expectations_for
 from harness.run.results import CaseRecord, worst_per_case
 from harness.run.manifest import Manifest, check_completeness
 
-# statuses that are not failures; anything else (a failure, or a status this version does not
-# know, e.g. from a newer harness or a damaged file) fails the gate
-NON_FAILURES = {"pass", "rejected-invalid", "diverges-on-unspecified", "unsupported", EXPECTED_DIVERGENCE}
 
 
 @dataclass
@@ -37,7 +35,7 @@ def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectat
         return GateResult(False, summary + ["GATE: FAIL"])
     unique = worst_per_case(records)
     counts = Counter(r.status for r in unique)
-    failures = [r for r in unique if r.status not in NON_FAILURES and r.status != STALE]
+    failures = [r for r in unique if is_failure(r.status) and r.status != STALE]
     stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
     for backend in sorted({r.backend for r in unique}):
         exp = expectations_for(backend, expectations_dir)

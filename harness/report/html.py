@@ -8,13 +8,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness.report.allure import category_rules
+
+ROOT = Path(__file__).resolve().parents[2]  # a checkout, where `npm ci` puts node_modules/
 
 
 def allure_command() -> list[str]:
+    """The pinned Allure 3 command line of the checkout (npm ci), else one on PATH."""
     local = ROOT / "node_modules" / ".bin" / "allure"
     if local.exists():
         return [str(local)]
+    found = shutil.which("allure")
+    if found:
+        return [found]
     raise FileNotFoundError("the Allure command line is not installed: run `make setup` (npm ci installs it from package.json)")
 
 
@@ -26,6 +32,7 @@ def generate_report(results: Path, output: Path, history: Path, name: str = "dml
         "name": name, "output": str(output.resolve()), "historyPath": str(history.resolve()),
         # the tree: backend > operator > feature level > data type
         "plugins": {"awesome": {"options": {"groupBy": ["parentSuite", "epic", "feature", "story"]}}},
+        "categories": {"rules": category_rules()},
     }))
     if output.exists():
         shutil.rmtree(output)

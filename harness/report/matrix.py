@@ -9,11 +9,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.judge.diff import FAILURES
-from harness.judge.expectations import EXPECTED_DIVERGENCE
+from harness.judge.status import Status, is_failure
 from harness.run.results import CaseRecord, worst_per_case
 from harness.spec.operator import SpecSet
-from harness.generate.strategies import coverage_plan, primary_input
+from harness.generate.types import coverage_plan, primary_input
 
 STATES = ["fail", "expected", "pass", "unsupported", "not run"]
 INVALID_COLUMN = "invalid descriptors"
@@ -21,13 +20,13 @@ COLOURS = {"fail": "#e53935", "expected": "#fb8c00", "pass": "#43a047", "unsuppo
 
 
 def cell_state(counts: dict[str, int]) -> str:
-    if any(counts.get(s) for s in FAILURES):
+    if any(n and is_failure(s) for s, n in counts.items()):
         return "fail"
-    if counts.get(EXPECTED_DIVERGENCE):
+    if counts.get(Status.EXPECTED_DIVERGENCE):
         return "expected"
-    if any(counts.get(s) for s in ("pass", "rejected-invalid", "diverges-on-unspecified")):
+    if any(counts.get(s) for s in (Status.PASS, Status.REJECTED_INVALID, Status.UNSPECIFIED)):
         return "pass"
-    if counts.get("unsupported"):
+    if counts.get(Status.UNSUPPORTED):
         return "unsupported"
     return "not run"
 

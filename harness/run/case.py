@@ -9,21 +9,25 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.model.backend import Capabilities, Crashed, RunResult
+from harness.generate.types import primary_input
+from harness.judge.diff import DiffResult, judge
+from harness.judge.expectations import ExpectationSet
+from harness.judge.status import FAILURES, Status
+from harness.model.backend import Backend, Capabilities, Crashed, RunResult
 from harness.model.descriptor import Case
-from harness.judge.diff import FAILURES, DiffResult, judge
-from harness.judge.expectations import EXPECTED_DIVERGENCE, ExpectationSet
 from harness.model.layout import read_logical
+from harness.model.wellformed import check_case
 from harness.reference.prefetch import start_reference
 from harness.run.results import CaseRecord, ResultWriter
-from harness.spec.operator import OperatorSpec
-from harness.generate.strategies import primary_input
-from harness.model.wellformed import check_case
+from harness.spec.operator import OperatorSpec, SpecSet
 
 
 @dataclass
 class Outcome:
-    status: str
+    """What one case on one backend came to: its status, the judge's diff, the record written,
+    the case file saved for a failure (None otherwise) and the message people read."""
+
+    status: Status
     diff: DiffResult
     record: CaseRecord
     case_file: Path | None
@@ -34,16 +38,10 @@ class Outcome:
         return self.status in FAILURES
 
 
-def device_level(backend, specs) -> str:
+def device_level(backend: Backend, specs: SpecSet) -> str:
     """The level a backend's device reports; backends that emulate any level report the newest."""
     level = backend.capabilities().max_feature_level
     return level or specs.catalog.newest_level.name
-
-
-def judging_level(backend, case: Case) -> str:
-    """A real device is judged at its own maximum level (a descriptor invalid only at a lower level
-    must be accepted); a backend that emulates any level is judged at the case's level."""
-    return backend.capabilities().max_feature_level or case.feature_level
 
 
 def case_data_type(spec: OperatorSpec, case: Case) -> str:
@@ -51,7 +49,7 @@ def case_data_type(spec: OperatorSpec, case: Case) -> str:
     return t.data_type if t is not None else "?"
 
 
-def replay_command(case_file: Path, backend) -> str:
+def replay_command(case_file: Path, backend: Backend) -> str:
     """The command that reruns a case exactly as the run did: the backend with the options that
     change what it computes (a DirectML backend's DLL, adapter, flags), as `replay_args()` names them."""
     options = getattr(backend, "replay_args", lambda: [])()
@@ -77,11 +75,11 @@ def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]
     return out
 
 
-def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
+def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
              expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
              cases_dir: Path | None = None, test_id: str = "") -> Outcome:
     """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
-    check_case(case, spec)  # CaseFormatError: nothing malformed reaches a backend (harness/wellformed.py)
+    check_case(case, spec)  # CaseFormatError: nothing malformed reaches a backend (harness/model/wellformed.py)
     result: RunResult | None = None
     try:
         capabilities = backend.capabilities()
@@ -102,17 +100,17 @@ def run_case(backend, spec: OperatorSpec, case: Case, kind: str, *,
     status = diff.status
     expectation = None
     data_type = case_data_type(spec, case)
-    if status == "mismatch" and expectations is not None:
+    if status == Status.MISMATCH and expectations is not None:
         out_desc = case.descriptor.tensors.get(spec.formula.output)
         explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, data_type)
         if explained is not None:
-            status, expectation = EXPECTED_DIVERGENCE, explained.id
+            status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in FAILURES:
         explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary)
         if explained is not None:
-            status, expectation = EXPECTED_DIVERGENCE, explained.id
+            status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     case_file = None
-    if (status in FAILURES or status == EXPECTED_DIVERGENCE) and cases_dir is not None:
+    if (status in FAILURES or status == Status.EXPECTED_DIVERGENCE) and cases_dir is not None:
         case_file = case.save(cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml", previews(spec, case))
     record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
                         status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,

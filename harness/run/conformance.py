@@ -10,11 +10,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from harness.report.allure import add_tags, attach_outcome, label_test
+from harness.judge.status import Status, severity, status_tag
+from harness.report.allure import add_tags, attach_outcome, label_status, label_test
 from harness.generate.cases import example_case
 from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
-from harness.generate.strategies import invalid_cases, valid_case_batches
+from harness.generate.breakers import invalid_cases
+from harness.generate.strategies import valid_case_batches
 from harness.run.case import run_case
 from harness.generate.sweeps import sweep_case
 
@@ -48,22 +50,30 @@ class _Tally:
         if outcome.failed:
             self.failures.append(outcome)
 
+    def worst(self) -> Status:
+        """The worst status of the cell's cases (its Allure category)."""
+        return min((Status(s) for s in self.counts), key=severity, default=Status.PASS)
+
     def finish(self, request) -> None:
-        """Mark the cell finished (with its case count), then give the test its outcome."""
+        """Mark the cell finished (with its case count), then give the test its outcome; each
+        message starts with the status tag of its category."""
         request.config.dml_cells.finished(request.node.nodeid, self.total)
         add_tags(self.tags)
+        label_status(self.worst())
         total = self.total
         if self.failures:
             by_status: dict[str, int] = {}
             for outcome in self.failures:
                 by_status[outcome.status] = by_status.get(outcome.status, 0) + 1
             counts = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
-            pytest.fail(f"{len(self.failures)} of {total} case(s) failed ({counts}); the first:\n{self.failures[0].message}",
-                        pytrace=False)
+            pytest.fail(f"{status_tag(self.worst())} {len(self.failures)} of {total} case(s) failed ({counts}); "
+                        f"the first:\n{self.failures[0].message}", pytrace=False)
         if self.counts.get(EXPECTED_DIVERGENCE):
-            pytest.xfail(f"known divergence in {self.counts[EXPECTED_DIVERGENCE]} of {total} case(s):\n" + "\n".join(self.notes))
+            pytest.xfail(f"{status_tag(EXPECTED_DIVERGENCE)} known divergence in {self.counts[EXPECTED_DIVERGENCE]} of "
+                         f"{total} case(s):\n" + "\n".join(self.notes))
         if self.counts.get(UNSUPPORTED):
-            pytest.skip(f"unsupported ({self.counts[UNSUPPORTED]} of {total} case(s)): {self.unsupported_reason}")
+            pytest.skip(f"{status_tag(UNSUPPORTED)} unsupported ({self.counts[UNSUPPORTED]} of {total} case(s)): "
+                        f"{self.unsupported_reason}")
 
 
 def _run(request, backend_name, spec, case, kind, tally):
@@ -162,4 +172,6 @@ def test_expectation_probe(request, probe_cell):
         record.summary = f"the probe of {item.id} no longer shows the divergence ({outcome.status}): it may be fixed; remove it from backends/expectations/{backend_name}.yaml"
     config.dml_writer.write(record)
     config.dml_cells.finished(request.node.nodeid, 1)
-    assert explained, record.summary + "\n" + outcome.message
+    label_status(record.status)
+    if not explained:
+        pytest.fail(f"{status_tag(STALE)} {record.summary}\n{outcome.message}", pytrace=False)

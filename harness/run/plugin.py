@@ -31,7 +31,8 @@ from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
 from harness.spec.source import SpecError
 from harness.generate.sweeps import sweeps
-from harness.generate.strategies import candidate_rules, coverage_plan, primary_input, rule_reachable
+from harness.generate.breakers import candidate_rules, rule_reachable
+from harness.generate.types import coverage_plan, primary_input
 
 CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
 _DEFAULT_SPECS = None  # loaded once, on first use
@@ -55,6 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--exhaustive", action="store_true", help="add the chunked fp32 sweeps (all 2^32 patterns)")
     group.addoption("--fp32-chunks", default=None, help="with --exhaustive: comma-separated chunk numbers (0-255) instead of all")
     group.addoption("--reports-dir", default="reports", help="where results, case files and the Hypothesis database go (default: ./reports)")
+    group.addoption("--expectations-dir", default=None,
+                    help="directory of BACKEND.yaml expectation files (default: the one each backend ships)")
     group.addoption("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
     group.addoption("--directml-dll", default=None, help="path or version name of DirectML.dll for the directml backend")
     group.addoption("--directml-adapter", type=int, default=0, help="DXGI adapter index for the directml backend")
@@ -163,7 +166,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.dml_writer = ResultWriter(reports / "results", worker)
     config.dml_cells = CellWriter(reports / "results", worker)
     config.dml_worker = worker
-    config.dml_expectations = {name: expectations_for(name) for name in names}
+    override = config.getoption("expectations_dir")
+    config.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
     config.dml_cases_dir = reports / "cases"
 
 

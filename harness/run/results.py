@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from harness.judge.status import severity
+
 
 @dataclass
 class CaseRecord:
@@ -48,19 +50,9 @@ class ResultWriter:
         self._file.close()
 
 
-# From worst to best: when one case has several records (a retried cell, a case run again after a
-# crash), the case counts as its worst outcome, so that no later crash or mismatch can vanish.
-SEVERITY = ["crashed", "mismatch", "rejected-valid", "accepted-invalid", "stale-expectation", "expected-divergence",
-            "unsupported", "diverges-on-unspecified", "rejected-invalid", "pass"]
-
-
-def severity(status: str) -> int:
-    """Lower is worse; an unknown status counts as worst of all (never as a pass)."""
-    return SEVERITY.index(status) if status in SEVERITY else -1
-
-
 def worst_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
-    """One record per (backend, case, kind, level): the worst one, in first-seen order."""
+    """One record per (backend, case, kind, level): the worst one (harness.judge.status.SEVERITY),
+    in first-seen order, so that no later crash or mismatch of a case retried can vanish."""
     chosen: dict[tuple, CaseRecord] = {}
     for r in records:
         key = (r.backend, r.case_id, r.kind, r.feature_level)

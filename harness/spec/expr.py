@@ -8,8 +8,11 @@ loaded, with a message saying what was found. Evaluation walks the tree with Num
 
 Formulas are bounded so that no text can end in a RecursionError: at most MAX_FORMULA_CHARS
 characters and MAX_FORMULA_DEPTH levels (checked on the text before parsing, then on the tree),
-integer literals below 2^64. `check_kinds` checks each function against the kinds of value its
-argument can hold (integer-only, float-only or any), given the spec's support tables.
+integer literals below 2^64 (and not below -2^63 when negated: no NumPy integer type holds that).
+A Python integer meets a NumPy value only through `_typed_literals`, which gives it a NumPy type
+that holds it exactly where the NumPy operand's type cannot (see there). `check_kinds` checks each
+function against the kinds of value its argument can hold (integer-only, float-only or any), given
+the spec's support tables.
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ class EvalContext:
 
 
 def _literal(value: int | float, dtype: Any) -> Any:
-    """`value` as a scalar of `dtype` when that loses nothing, else unchanged."""
+    """`value` as a scalar of `dtype` when that loses nothing, else unchanged (an integer that
+    `dtype` cannot hold is typed by `_typed_literals` where it meets its operands)."""
     if dtype is None:
         return value
     dtype = np.dtype(dtype)
@@ -57,6 +61,87 @@ def _literal(value: int | float, dtype: Any) -> Any:
     return value
 
 
+# --- Python integers next to NumPy values ------------------------------------------------------
+# Under NumPy's promotion rules (NEP 50) a Python int takes the type of the NumPy value it meets.
+# When that type cannot hold it, the outcome depends on the function and on the NumPy release:
+# np.where(c, -1, uint16_values) silently wraps -1 to 65535 on NumPy 2.0-2.4 (a uint16 result) and
+# raises OverflowError on 2.5; np.minimum(uint16_values, -1), uint8_values + 300 and np.uint16(-1) raise;
+# float16_values == 65520 compares against inf, and a lone 2**63 is turned into uint64 (so
+# np.negative(2**63) wraps to +2**63). So the evaluator never hands NumPy such a mix: an integer
+# that an operand's type cannot hold exactly is given the smallest NumPy integer type that holds it
+# (np.min_scalar_type), and NumPy's promotion then widens (uint16 and int8 -> int32) instead of
+# wrapping or raising. Python floats are left as they are (a float next to float32 stays float32),
+# and so is every integer its operands hold (the results, and their types, do not change).
+# Comparisons need nothing for integer operands: NumPy compares Python ints with integer arrays
+# exactly, whatever their range (since NumPy 2.0), and the mixed uint64/int64 loops are exact too.
+
+_DEFAULT_INT = np.dtype(np.int64)  # NumPy's type for a Python int that meets no NumPy value (and for bool + int)
+_FLOAT_EXACT_INT = 2 ** 53         # integers of at most this magnitude are exact in float64
+_COMPARISONS = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal})
+
+
+def _is_int(value: Any) -> bool:
+    """A Python integer (a literal, or what type_min/type_max give), not a NumPy one and not a bool."""
+    return isinstance(value, int) and not isinstance(value, (bool, np.generic))
+
+
+def _holds(dtype: np.dtype, value: int) -> bool:
+    """Whether NumPy, giving the Python int `value` the type `dtype` (as NEP 50 does), keeps it exactly."""
+    if dtype.kind == "b":
+        dtype = _DEFAULT_INT  # bool + int promotes to the default integer
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min <= value <= info.max
+    if dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return float(dtype.type(value)) == value  # int == float compares exactly in Python
+    return True  # object and others: NumPy keeps the Python int
+
+
+def _typed_literals(values: list[Any], comparison: bool = False) -> list[Any]:
+    """`values` with each Python int that some NumPy operand's type cannot hold exactly replaced by
+    a scalar of the smallest NumPy integer type that holds it (np.min_scalar_type); everything else
+    unchanged. With no NumPy operand, NumPy's default integer decides. In a comparison, integer and
+    bool operands are left to NumPy, which compares Python ints with them exactly; only float
+    operands (which would round the int: float16 == 65520 is inf == 65520) count."""
+    if not any(_is_int(v) for v in values):
+        return values
+    dtypes = [v.dtype for v in values if isinstance(v, (np.ndarray, np.generic))]
+    if not dtypes:
+        dtypes = [_DEFAULT_INT]
+    elif comparison:
+        dtypes = [d for d in dtypes if d.kind not in "biu"]
+    return [np.min_scalar_type(v).type(v) if _is_int(v) and not all(_holds(d, v) for d in dtypes) else v
+            for v in values]
+
+
+def _check_exact_selection(values: list[Any], result: Any) -> None:
+    """A selection (where, min, max, clamp) gives one of its operands: it must give it exactly.
+
+    No NumPy integer type holds both uint64 and a negative integer, so NumPy promotes that mix to
+    float64, which rounds integers above 2^53. Refuse that instead of returning a value that none
+    of the operands had; below 2^53 (SIGN's where(x < 0, -1, ...) on UINT64 selects among -1, 0, 1)
+    float64 holds every operand exactly."""
+    if np.asarray(result).dtype.kind != "f":
+        return
+    arrays = [np.asarray(v) for v in values]
+    if any(a.dtype.kind not in "biu" for a in arrays):
+        return  # a float operand: a float result by design
+    for a in arrays:
+        if a.size and a.dtype.itemsize == 8 and (a.max() > _FLOAT_EXACT_INT or (a.dtype.kind == "i" and a.min() < -_FLOAT_EXACT_INT)):
+            kinds = " and ".join(sorted({str(b.dtype) for b in arrays}))
+            raise FormulaError(f"no NumPy type holds both operands of this selection exactly ({kinds}, "
+                               f"values beyond 2^53): NumPy would round them in float64")
+
+
+def _negated(value: int) -> np.integer:
+    """`-value` for a Python int, exactly, as np.int64: the type np.negative gives every int below
+    2^63, where np.negative(2**63) would make 2**63 a uint64 and wrap it back to +2^63."""
+    if not np.iinfo(_DEFAULT_INT).min <= -value <= np.iinfo(_DEFAULT_INT).max:
+        raise FormulaError(f"-{value} is below -2^63: no NumPy integer type holds it")
+    return _DEFAULT_INT.type(-value)
+
+
 def _as_float(v: Any) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)
 
@@ -69,12 +154,19 @@ def _ulp_out(ctx: EvalContext, v: Any) -> np.ndarray:
     return np.spacing(mag).astype(np.float64)
 
 
-def _is_denormal(v: Any, smallest_normal: float) -> np.ndarray:
+F32_SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+
+
+def is_f32_denormal(v: Any) -> np.ndarray:
+    """Where a value is an fp32 denormal (non-zero, below float32's smallest normal): the one
+    definition of the values D3D hardware may flush, used by the formula function
+    `is_denormal_f32`, the reference's flush and the judge. False everywhere for integers."""
     arr = np.asarray(v)
-    if arr.dtype.kind not in "f":
+    if arr.dtype.kind != "f":
         return np.zeros(arr.shape, dtype=bool)
-    mag = np.abs(arr.astype(np.float64))
-    return (mag > 0) & (mag < smallest_normal)
+    with np.errstate(invalid="ignore"):  # signalling NaN payloads raise FE_INVALID when widened
+        mag = np.abs(arr.astype(np.float64))
+    return (mag > 0) & (mag < F32_SMALLEST_NORMAL)
 
 
 def _is_half(v: Any) -> np.ndarray:
@@ -101,11 +193,14 @@ def _select(condition: Any, a: Any, b: Any) -> Any:
     already has the result's shape, the choice is made with bit masks instead:
     b ^ ((a ^ b) & -condition), on the bits viewed as unsigned integers.
     """
+    a, b = _typed_literals([a, b])  # np.where(c, -1, uint16_values) would wrap -1 (NumPy 2.5: raise)
     c = np.asarray(condition)
     dtype_a, dtype_b = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if (c.dtype != np.bool_ or c.size < _SELECT_MIN_ELEMENTS or dtype_a is None or dtype_a != dtype_b
             or dtype_a.kind not in "iuf" or np.broadcast_shapes(c.shape, np.shape(a), np.shape(b)) != c.shape):
-        return np.where(condition, a, b)
+        result = np.where(condition, a, b)
+        _check_exact_selection([a, b], result)
+        return result
     bits = np.dtype(f"u{dtype_a.itemsize}")
     a_bits, b_bits = np.asarray(a).view(bits), np.asarray(b).view(bits)
     mask = c.astype(bits)
@@ -131,7 +226,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "isnan": (1, lambda ctx, v: np.isnan(_as_float(v))),
     "isinf": (1, lambda ctx, v: np.isinf(_as_float(v))),
     "is_negzero": (1, lambda ctx, v: _is_negzero(v)),
-    "is_denormal_f32": (1, lambda ctx, v: _is_denormal(v, float(np.finfo(np.float32).tiny))),
+    "is_denormal_f32": (1, lambda ctx, v: is_f32_denormal(v)),
     "is_half": (1, lambda ctx, v: _is_half(v)),
     "f32": (1, lambda ctx, v: _as_float(v).astype(np.float32).astype(np.float64)),
     "f16": (1, lambda ctx, v: _as_float(v).astype(np.float16).astype(np.float64)),
@@ -172,6 +267,7 @@ MAX_FORMULA_CHARS = 1000   # the longest spec formula is under 100 characters
 MAX_FORMULA_DEPTH = 50     # levels of the syntax tree; the deepest spec formula has 6
 MAX_INT_DIGITS = 20        # an integer literal: |value| < 2^64, which has 20 decimal digits
 _INT_LIMIT = 2 ** 64
+_NEGATIVE_INT_LIMIT = -2 ** 63
 _PREFIX_OPERATORS = {"-", "+", "~", "not"}
 _OPENING, _CLOSING = "([{", ")]}"
 
@@ -274,7 +370,8 @@ def _describe(node: ast.AST) -> str:
 
 def _check_int_literal(value: int | float) -> None:
     """Integer literals stay within 64 bits: no data type holds more, and NumPy would turn a larger
-    one into a Python-object array (or fail) at evaluation time."""
+    one into a Python-object array (or fail) at evaluation time. (A negated one is checked against
+    -2^63 by `_check`.)"""
     if isinstance(value, int) and abs(value) >= _INT_LIMIT:
         digits = len(str(abs(value)))
         shown = str(value) if digits <= 2 * MAX_INT_DIGITS else f"of {digits} digits"
@@ -302,6 +399,10 @@ def _check(node: ast.AST, names: set[str], tensor_names: set[str]) -> None:
         if not isinstance(node.op, (ast.USub, ast.UAdd, ast.Not, ast.Invert)):
             raise FormulaError(f"unary operator {type(node.op).__name__} is not allowed")
         _check(node.operand, names, tensor_names)
+        literal = _number(node)
+        if isinstance(node.op, ast.USub) and isinstance(literal, int) and literal < _NEGATIVE_INT_LIMIT:
+            raise FormulaError(f"integer literal {literal} is out of range: a negative one must be at least -2^63 "
+                               f"({_NEGATIVE_INT_LIMIT}), the smallest 64-bit integer")
     elif isinstance(node, ast.BoolOp):
         for value in node.values:
             _check(value, names, tensor_names)
@@ -495,8 +596,17 @@ def _apply(ufunc: np.ufunc, operands: list[tuple[Any, bool]]) -> tuple[Any, bool
     Why: a formula like clamp(round_half_even(x / scale) + zero_point, Min, Max) otherwise makes
     a new 2^20-element float64 temporary per step; reusing them measured about a third off the
     reference's time. Variables and anything else the caller holds are never written.
+    Python ints are typed first (`_typed_literals`), so no operand is wrapped or refused.
     """
-    values = [value for value, _ in operands]
+    values = _typed_literals([value for value, _ in operands], comparison=ufunc in _COMPARISONS)
+    result = _apply_typed(ufunc, values, operands)
+    if ufunc is np.minimum or ufunc is np.maximum:
+        _check_exact_selection(values, result[0])
+    return result
+
+
+def _apply_typed(ufunc: np.ufunc, values: list[Any], operands: list[tuple[Any, bool]]) -> tuple[Any, bool]:
+    """`ufunc(*values)`, into an owned operand of `operands` where it has the result's type and shape."""
     for value, owned in operands:
         if not (owned and isinstance(value, np.ndarray) and value.ndim and value.flags.writeable):
             continue
@@ -535,6 +645,8 @@ def _node(node: ast.AST, ctx: EvalContext) -> tuple[Any, bool]:
     if isinstance(node, ast.UnaryOp):
         operand = _node(node.operand, ctx)
         if isinstance(node.op, ast.USub):
+            if _is_int(operand[0]):  # a literal or type_min/type_max: negated exactly
+                return _negated(operand[0]), False
             return _apply(np.negative, [operand])
         if isinstance(node.op, ast.UAdd):
             return operand

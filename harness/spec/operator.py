@@ -101,6 +101,23 @@ class Constraint:
     def rule_id(self) -> str:
         return f"constraint.{self.id}"
 
+    def applies(self, tensor_types: dict[str, str | None]) -> bool:
+        """Whether the constraint is in force for these data types (its `when`, if any, holds)."""
+        return self.when is None or self.when.holds(tensor_types)
+
+    def type_offenders(self, tensor_types: dict[str, str | None]) -> list[str]:
+        """The present tensors whose data types break this constraint (empty: it holds, or it is
+        about shapes). The one definition of the type constraints, for the validator and for
+        generation's type assignments; `None` is an absent tensor."""
+        if self.rule == "same_shape" or not self.applies(tensor_types):
+            return []
+        present = [t for t in self.tensors if tensor_types.get(t) is not None]
+        if self.rule == "same_data_type":
+            return present if len({tensor_types[t] for t in present}) > 1 else []
+        if self.rule == "data_type_in":
+            return [t for t in present if tensor_types[t] not in self.types]
+        return []
+
 
 @dataclass(frozen=True)
 class Unspecified:
@@ -190,8 +207,7 @@ class OperatorSpec:
     sources: tuple[dict, ...]
     path: Path
     favour: tuple[Favour, ...] = ()
-    raw: dict = field(repr=False, default_factory=dict)
-    catalog: Catalog | None = field(repr=False, default=None)
+    catalog: Catalog = field(repr=False, kw_only=True)  # the data types and levels it is read against
 
     @property
     def tensor_fields(self) -> list[FieldSpec]:
@@ -215,12 +231,8 @@ class OperatorSpec:
                 return f
         raise KeyError(name)
 
-    def documented_levels(self) -> list[str]:
-        return [table.level for table in self.support]
-
     def table_at(self, level: str) -> SupportTable | None:
         """The table in force at `level`: the newest one whose level is not newer; None before introduction."""
-        assert self.catalog is not None
         order = self.catalog.level_order(level)
         for table in self.support:
             if self.catalog.level_order(table.level) <= order:
@@ -228,7 +240,6 @@ class OperatorSpec:
         return None
 
     def available_at(self, level: str) -> bool:
-        assert self.catalog is not None
         return self.catalog.level_order(level) >= self.catalog.level_order(self.introduced)
 
     def comparison_for(self, data_type: str) -> Comparison:
@@ -352,7 +363,7 @@ def _example_value_problem(value: Any, dtype: DataType) -> str | None:
         return f"{value!r} is not a number"
     if dtype.is_float:
         if math.isfinite(value):
-            with np.errstate(over="ignore"):  # ints are within 64 bits (yamlsource), so float() cannot overflow
+            with np.errstate(over="ignore"):  # ints are within 64 bits (harness.spec.source), so float() cannot overflow
                 if not np.isfinite(np.asarray(float(value)).astype(dtype.numpy)):
                     return f"{value!r} is outside the range of {dtype.name} (largest finite {float(np.finfo(dtype.numpy).max)!r})"
         return None
@@ -403,7 +414,7 @@ def _check_level(src: SourcedYaml, path: tuple, name: str, catalog: Catalog) -> 
 def _check_keys_are_text(src: SourcedYaml, data: Any) -> None:
     """Every mapping key is text. YAML also allows `1.5:` or `~:` as keys; names are compared and
     sorted with each other, so a number among them would be a TypeError far from its line.
-    The walk is iterative; yamlsource bounds the data's size and depth."""
+    The walk is iterative; harness.spec.source bounds the data's size and depth."""
     stack: list[tuple[tuple, Any]] = [((), data)]
     while stack:
         path, node = stack.pop()
@@ -639,7 +650,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         in_place_pairs=pairs, fields=tuple(fields), support=tuple(support), constraints=tuple(constraints),
         formula=formula, special_cases=tuple(data.get("special_cases", [])), unspecified=tuple(unspecified),
         comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
-        sources=tuple(data["sources"]), path=src.path, raw=data, catalog=catalog)
+        sources=tuple(data["sources"]), path=src.path, catalog=catalog)
 
 
 def operator_files(specs_dir: Path) -> list[Path]:

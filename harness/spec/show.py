@@ -6,7 +6,6 @@ from harness.spec.operator import OperatorSpec
 
 def render_spec(spec: OperatorSpec, level: str | None) -> str:
     """The effective support table at `level` (newest if None), the formula and the constraints."""
-    assert spec.catalog is not None
     level = level or spec.catalog.newest_level.name
     lines = [f"{spec.name} ({spec.desc_struct}, DML_OPERATOR_TYPE {spec.operator_type})",
              f"  {spec.summary}",

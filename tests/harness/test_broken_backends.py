@@ -7,7 +7,7 @@ from hypothesis import given, settings, HealthCheck
 
 from harness.run import registry
 from harness.generate.cases import case_from_arrays
-from harness.generate.strategies import invalid_cases
+from harness.generate.breakers import invalid_cases
 from harness.run.case import run_case
 from tests.helpers import SPECS
 from tests.plugins.broken_backend import AcceptEverythingBackend, CrashingBackend, FlushNegZeroBackend

@@ -96,3 +96,28 @@ def test_run_honours_specs_dir(tmp_path):
     assert plan["cells"] and {c["operator"] for c in plan["cells"]} == {"ELEMENT_WISE_SIGN"}
     operators = {json.loads(line)["operator"] for p in (reports / "results").glob("results-*.jsonl") for line in p.read_text().splitlines()}
     assert operators == {"ELEMENT_WISE_SIGN"}
+
+
+@pytest.mark.parametrize("command", [["gate"], ["run"]])
+def test_missing_expectations_dir(tmp_path, capsys, command):
+    (tmp_path / "results").mkdir()
+    assert main(["--expectations-dir", str(tmp_path / "none"), *command, "--reports-dir", str(tmp_path)]) == 2
+    assert "--expectations-dir" in capsys.readouterr().err
+
+
+def test_expectations_dir_replaces_the_backends_own(tmp_path, capsys):
+    """With an empty expectations directory, ONNX Runtime's known Sign(NaN) divergence is a mismatch again."""
+    import numpy as np
+
+    from harness.generate.cases import case_from_arrays
+    from tests.helpers import SPECS
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
+                            {"InputTensor": np.array([np.nan, 1.0], np.float32)})
+    path = case.save(tmp_path / "case.yaml")
+    assert main(["replay", str(path), "--backend", "onnxruntime"]) == 0
+    assert "known divergence ort-sign-nan-propagates" in capsys.readouterr().out
+    empty = tmp_path / "expectations"
+    empty.mkdir()
+    assert main(["--expectations-dir", str(empty), "replay", str(path), "--backend", "onnxruntime"]) == 1
+    assert ": mismatch: " in capsys.readouterr().out

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from harness.model.layout import read_logical
-from harness.generate.strategies import (candidate_rules, coverage_plan, invalid_cases, rule_reachable, table_cells, valid_cases,
-                                valid_descriptors, valid_type_assignments)
+from harness.generate.breakers import candidate_rules, invalid_cases, rule_reachable
+from harness.generate.strategies import valid_cases, valid_descriptors
+from harness.generate.types import coverage_plan, table_cells, valid_type_assignments
 from harness.generate.sweeps import sweep_case, sweeps
 from harness.model.validator import validate
 from tests.helpers import SPECS
@@ -54,14 +55,31 @@ def test_invalid_cases_break_exactly_their_rule(op):
                 assert case.broken_rule == rule and not case.expect_valid
             check()
             reached.add(rule)
-    expected_unreachable = {
-        # these two need a level older than the operator's introduction, or a disallowed in-place pair
-        "ACTIVATION_HARD_SIGMOID": {"operator.unavailable", "in_place.not_allowed"},
-        "ELEMENT_WISE_QUANTIZE_LINEAR": {"operator.unavailable", "in_place.layout_mismatch"},
-        "ELEMENT_WISE_SIGN": {"in_place.not_allowed"},
-        "ELEMENT_WISE_BIT_NOT": {"in_place.not_allowed"},
-    }[op]
-    assert set(candidate_rules(spec)) - reached == expected_unreachable
+    assert set(candidate_rules(spec)) - reached == _unreachable_rules(spec)
+
+
+def _unreachable_rules(spec) -> set[str]:
+    """The rules no descriptor of this operator can break alone, from the spec's own facts:
+    operator.unavailable needs a level older than the introduction, in_place.not_allowed an
+    (output, input) pair the spec does not allow, in_place.layout_mismatch an allowed one."""
+    unreachable = set()
+    if all(spec.available_at(lvl) for lvl in LEVELS):
+        unreachable.add("operator.unavailable")
+    pairs = {(o.name, i.name) for o in spec.output_fields for i in spec.input_fields}
+    if pairs <= set(spec.in_place_pairs):
+        unreachable.add("in_place.not_allowed")
+    if not spec.in_place_allowed:
+        unreachable.add("in_place.layout_mismatch")
+    return unreachable
+
+
+def test_unreachable_rules_of_the_seed_operators():
+    """The derivation above, on the four seed operators: HARD_SIGMOID and QUANTIZE_LINEAR exist
+    from FL 1.0; QUANTIZE_LINEAR has no in-place pair, the others allow their only one."""
+    assert _unreachable_rules(SPECS.operator("ACTIVATION_HARD_SIGMOID")) == {"operator.unavailable", "in_place.not_allowed"}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")) == {"operator.unavailable", "in_place.layout_mismatch"}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_SIGN")) == {"in_place.not_allowed"}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_BIT_NOT")) == {"in_place.not_allowed"}
 
 
 def test_every_rule_id_is_reached_by_some_operator():
@@ -143,8 +161,20 @@ def test_sweeps_cover_only_supported_unary_pairs():
     ids = {w.id for w in sweeps(SPECS)}
     assert not any("QUANTIZE" in i for i in ids), "QUANTIZE_LINEAR has three inputs: not unary"
     assert "ACTIVATION_HARD_SIGMOID-FL6.4-FLOAT16" in ids and not any(i.startswith("ACTIVATION_HARD_SIGMOID-FL6.4-INT") for i in ids)
-    old = {w.id for w in sweeps(SPECS, level="2.0")}
-    assert old == {"ACTIVATION_HARD_SIGMOID-FL2.0-FLOAT16", "ELEMENT_WISE_SIGN-FL2.0-FLOAT16"}
+    old = sweeps(SPECS, level="2.0")
+    by_operator = {}
+    for w in old:
+        by_operator.setdefault(w.operator, set()).add(w.data_type)
+    # FL 2.0: SIGN and HARD_SIGMOID take FLOAT32 and FLOAT16 (only FLOAT16 is 16-bit), BIT_NOT
+    # does not exist yet, QUANTIZE_LINEAR is not unary
+    assert by_operator["ACTIVATION_HARD_SIGMOID"] == {"FLOAT16"} and by_operator["ELEMENT_WISE_SIGN"] == {"FLOAT16"}
+    assert "ELEMENT_WISE_BIT_NOT" not in by_operator and "ELEMENT_WISE_QUANTIZE_LINEAR" not in by_operator
+    for w in old:  # any other operator of the specs: a supported 8/16-bit type of a one-input operator
+        spec = SPECS.operator(w.operator)
+        table = spec.table_at("2.0")
+        assert len(spec.input_fields) == 1 and table is not None, w.id
+        assert SPECS.catalog.dtype(w.data_type).bits in (8, 16), w.id
+        assert all(w.data_type in cell.types for cell in table.tensors.values()), w.id
 
 
 @pytest.mark.parametrize("attrs,same_in_float32", [
@@ -160,7 +190,7 @@ def test_generation_uses_the_float32_attributes(tmp_path, attrs, same_in_float32
 
     from harness.model.descriptor import Descriptor, TensorDesc
     from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
-    from harness.generate.strategies import make_input_batch
+    from harness.generate.data import make_input_batch
     specs = tmp_path / "specs"
     shutil.copytree(DEFAULT_SPECS_DIR, specs)
     path = specs / "ACTIVATION_HARD_SIGMOID.yaml"

@@ -49,7 +49,8 @@ from harness.model import descriptor as descriptor_module
 from harness.generate.cases import case_from_arrays
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import read_logical, span_elements, strided_view, write_logical
-from harness.generate.strategies import candidate_rules, invalid_cases, rule_reachable, valid_cases
+from harness.generate.breakers import candidate_rules, invalid_cases, rule_reachable
+from harness.generate.strategies import valid_cases
 from harness.run.case import run_case
 from harness.model.wellformed import CaseFormatError, check_attribute, check_case
 from tests.helpers import REFERENCE, SPECS

@@ -33,6 +33,19 @@ def _dependencies_dir(tmp: Path) -> Path:
     return deps
 
 
+def _source_copy(tmp: Path) -> Path:
+    """The files git tracks (and new ones it does not ignore), as a clean source tree."""
+    import shutil
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    source = tmp / "source"
+    for name in listed:
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    return source
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("installed")
@@ -42,8 +55,9 @@ def installed(tmp_path_factory) -> Path:
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "dmlconform-test-deps.pth").write_text(str(_dependencies_dir(tmp)) + "\n")
+    source = _source_copy(tmp)  # pip builds in the source tree: build it in a copy, not the checkout
     proc = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                           "--disable-pip-version-check", str(ROOT)], capture_output=True, text=True, timeout=600,
+                           "--disable-pip-version-check", str(source)], capture_output=True, text=True, timeout=600,
                           cwd=tmp, env=_clean_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return env_dir

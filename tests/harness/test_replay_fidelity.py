@@ -23,7 +23,8 @@ from harness.cli import main
 from harness.model.descriptor import Case
 from harness.run.registry import expectations_for
 from harness.run.registry import load_backend
-from harness.generate.strategies import candidate_rules, invalid_cases, rule_reachable, valid_case_batches
+from harness.generate.breakers import candidate_rules, invalid_cases, rule_reachable
+from harness.generate.strategies import valid_case_batches
 from harness.run.case import run_case
 from tests.helpers import SPECS
 

@@ -59,6 +59,29 @@ def test_allure_results_have_labels_parameters_and_attachments(small_run):
     categories = {c["name"] for c in json.loads((small_run / "allure-results" / "categories.json").read_text())}
     assert {"mismatch", "rejected-valid", "accepted-invalid", "diverges-on-unspecified", "crashed"} <= categories
     assert "): mismatch: " in r["statusDetails"]["message"]
+    assert r["statusDetails"]["message"].startswith("Failed: [mismatch] ")
+    assert ("dmlconform.status", "mismatch") in labels  # the label Allure 3's categories match on
+    passed = [x for x in results if x["status"] == "passed"]
+    assert passed and all(("dmlconform.status", "pass") in {(l["name"], l["value"]) for l in x["labels"]}
+                          for x in passed if any(l["name"] == "dmlconform.status" for l in x["labels"]))
+
+
+def test_category_regexes_are_valid_javascript(tmp_path):
+    """Allure 3 is JavaScript: a Python-only regex (`(?s)...`) is an invalid category there."""
+    import shutil
+    from harness.report.allure import _compat_categories, category_rules
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (the Allure command line needs it too)")
+    patterns = [c["messageRegex"] for c in _compat_categories()]
+    patterns += [p for rule in category_rules() for p in rule["matchers"]["labels"].values()]
+    script = "for (const p of JSON.parse(process.argv[1])) new RegExp(p); console.log('ok')"
+    proc = subprocess.run([node, "-e", script, json.dumps(patterns)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    js = "const m = JSON.parse(process.argv[1]); console.log(new RegExp(m).test(process.argv[2]))"
+    tag = next(c["messageRegex"] for c in _compat_categories() if c["name"] == "crashed")
+    assert subprocess.run([node, "-e", js, json.dumps(tag), "Failed: [crashed] 1 of 3 case(s) failed\nmore"],
+                          capture_output=True, text=True, timeout=60).stdout.strip() == "true"
 
 
 def test_html_report_renders_in_a_browser(small_run):

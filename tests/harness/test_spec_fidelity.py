@@ -1,117 +1,66 @@
 """The spec tables equal the seed documents, cell for cell.
 
-The expected cells below were written by hand from the DirectML reference pages (SIGN in French and
-English, which agree; HARD_SIGMOID and BIT_NOT in German; QUANTIZE_LINEAR in French), independently
-of the YAML files, so that a typo in either is caught.
+The expected facts live in tests/golden/OPERATOR.yaml under `spec`: written by hand from the
+DirectML reference pages (each file says which), independently of the YAML specs, so that a typo in
+either is caught. Every operator of the specs is checked; one without a golden file fails with
+"no golden data for OP".
 """
 import pytest
 
-from harness.spec.operator import load_specs
+from tests.helpers import SPECS, golden
 
-SIGN_41 = ["FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"]
-SIGN_30 = ["FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"]
-BITNOT_41 = ["FLOAT64", "FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"]
-
-# (operator, table level) -> {tensor: (kind, (min dims, max dims), types)}
-SEED_TABLES = {
-    ("ELEMENT_WISE_SIGN", "4.1"): {"InputTensor": ("input", (1, 8), SIGN_41), "OutputTensor": ("output", (1, 8), SIGN_41)},
-    ("ELEMENT_WISE_SIGN", "3.0"): {"InputTensor": ("input", (1, 8), SIGN_30), "OutputTensor": ("output", (1, 8), SIGN_30)},
-    ("ELEMENT_WISE_SIGN", "2.1"): {"InputTensor": ("input", (4, 4), SIGN_30), "OutputTensor": ("output", (4, 4), SIGN_30)},
-    ("ELEMENT_WISE_SIGN", "2.0"): {"InputTensor": ("input", (4, 4), ["FLOAT32", "FLOAT16"]),
-                                   "OutputTensor": ("output", (4, 4), ["FLOAT32", "FLOAT16"])},
-    ("ACTIVATION_HARD_SIGMOID", "3.0"): {"InputTensor": ("input", (1, 8), ["FLOAT32", "FLOAT16"]),
-                                         "OutputTensor": ("output", (1, 8), ["FLOAT32", "FLOAT16"])},
-    ("ACTIVATION_HARD_SIGMOID", "2.0"): {"InputTensor": ("input", (4, 5), ["FLOAT32", "FLOAT16"]),
-                                         "OutputTensor": ("output", (4, 5), ["FLOAT32", "FLOAT16"])},
-    ("ACTIVATION_HARD_SIGMOID", "1.0"): {"InputTensor": ("input", (4, 4), ["FLOAT32", "FLOAT16"]),
-                                         "OutputTensor": ("output", (4, 4), ["FLOAT32", "FLOAT16"])},
-    ("ELEMENT_WISE_QUANTIZE_LINEAR", "6.2"): {
-        "InputTensor": ("input", (1, 8), ["FLOAT32", "FLOAT16", "INT32"]),
-        "ScaleTensor": ("input", (1, 8), ["FLOAT32", "FLOAT16"]),
-        "ZeroPointTensor": ("optional_input", (1, 8), ["INT8", "UINT8"]),
-        "OutputTensor": ("output", (1, 8), ["INT8", "UINT8"])},
-    ("ELEMENT_WISE_QUANTIZE_LINEAR", "6.0"): {
-        "InputTensor": ("input", (1, 8), ["FLOAT32", "FLOAT16", "INT32"]),
-        "ScaleTensor": ("input", (1, 8), ["FLOAT32", "FLOAT16"]),
-        "ZeroPointTensor": ("input", (1, 8), ["INT8", "UINT8"]),
-        "OutputTensor": ("output", (1, 8), ["INT8", "UINT8"])},
-    ("ELEMENT_WISE_QUANTIZE_LINEAR", "3.0"): {
-        "InputTensor": ("input", (1, 8), ["FLOAT32", "INT32"]),
-        "ScaleTensor": ("input", (1, 8), ["FLOAT32"]),
-        "ZeroPointTensor": ("input", (1, 8), ["INT8", "UINT8"]),
-        "OutputTensor": ("output", (1, 8), ["INT8", "UINT8"])},
-    ("ELEMENT_WISE_QUANTIZE_LINEAR", "2.1"): {
-        "InputTensor": ("input", (4, 4), ["FLOAT32", "INT32"]),
-        "ScaleTensor": ("input", (4, 4), ["FLOAT32"]),
-        "ZeroPointTensor": ("input", (4, 4), ["INT8", "UINT8"]),
-        "OutputTensor": ("output", (4, 4), ["INT8", "UINT8"])},
-    ("ELEMENT_WISE_QUANTIZE_LINEAR", "1.0"): {
-        "InputTensor": ("input", (4, 4), ["FLOAT32"]),
-        "ScaleTensor": ("input", (4, 4), ["FLOAT32"]),
-        "ZeroPointTensor": ("input", (4, 4), ["UINT8"]),
-        "OutputTensor": ("output", (4, 4), ["UINT8"])},
-    ("ELEMENT_WISE_BIT_NOT", "4.1"): {"InputTensor": ("input", (1, 8), BITNOT_41), "OutputTensor": ("output", (1, 8), BITNOT_41)},
-    ("ELEMENT_WISE_BIT_NOT", "3.0"): {"InputTensor": ("input", (1, 8), ["UINT32", "UINT16", "UINT8"]),
-                                      "OutputTensor": ("output", (1, 8), ["UINT32", "UINT16", "UINT8"])},
-}
-INTRODUCED = {"ELEMENT_WISE_SIGN": "2.0", "ACTIVATION_HARD_SIGMOID": "1.0",
-              "ELEMENT_WISE_QUANTIZE_LINEAR": "1.0", "ELEMENT_WISE_BIT_NOT": "3.0"}
+OPERATORS = sorted(SPECS.operators)
 
 
-@pytest.fixture(scope="module")
-def specs():
-    return load_specs()
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_table_cells_equal_the_seed(operator):
+    """The spec has exactly the documented tables, and each cell (kind, dimension range, data
+    types) of each table equals the seed."""
+    seed = golden(operator)["spec"]["tables"]
+    op = SPECS.operator(operator)
+    assert sorted(t.level for t in op.support) == sorted(seed), "the spec's tables differ from the documented ones"
+    for level, expected in seed.items():
+        table = op.table_at(level)
+        assert table is not None and table.level == level, level
+        assert set(table.tensors) == set(expected), level
+        for tensor, (kind, dims, types) in expected.items():
+            cell = table.tensors[tensor]
+            assert cell.kind == kind, (level, tensor)
+            assert cell.dims == tuple(dims), (level, tensor)
+            assert sorted(cell.types) == sorted(types), (level, tensor)
 
 
-def test_fourteen_tables_in_total(specs):
-    assert sum(len(op.support) for op in specs.operators.values()) == 14
-    assert {(op.name, t.level) for op in specs.operators.values() for t in op.support} == set(SEED_TABLES)
-
-
-@pytest.mark.parametrize("operator,level", sorted(SEED_TABLES))
-def test_table_cells_equal_the_seed(specs, operator, level):
-    table = specs.operator(operator).table_at(level)
-    assert table is not None and table.level == level
-    expected = SEED_TABLES[(operator, level)]
-    assert set(table.tensors) == set(expected)
-    for tensor, (kind, dims, types) in expected.items():
-        cell = table.tensors[tensor]
-        assert cell.kind == kind, tensor
-        assert cell.dims == dims, tensor
-        assert sorted(cell.types) == sorted(types), tensor
-
-
-@pytest.mark.parametrize("operator", sorted(INTRODUCED))
-def test_effective_table_at_every_level(specs, operator):
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_effective_table_at_every_level(operator):
     """Between documented levels the older table holds; before introduction there is none."""
-    op = specs.operator(operator)
-    documented = sorted((lvl for (name, lvl) in SEED_TABLES if name == operator), key=specs.catalog.level_order)
-    for level in specs.catalog.levels:
+    seed = golden(operator)["spec"]
+    op = SPECS.operator(operator)
+    documented = sorted(seed["tables"], key=SPECS.catalog.level_order)
+    for level in SPECS.catalog.levels:
         table = op.table_at(level.name)
-        in_force = [d for d in documented if specs.catalog.level_order(d) <= level.order]
+        in_force = [d for d in documented if SPECS.catalog.level_order(d) <= level.order]
         if not in_force:
             assert table is None and not op.available_at(level.name)
-            assert specs.catalog.level_order(INTRODUCED[operator]) > level.order
+            assert SPECS.catalog.level_order(seed["introduced"]) > level.order
         else:
             assert table is not None and table.level == in_force[-1]
 
 
-def test_attributes_and_in_place(specs):
-    hs = specs.operator("ACTIVATION_HARD_SIGMOID")
-    assert hs.default_attributes() == pytest.approx({"Alpha": 0.2, "Beta": 0.5})
-    assert [f.name for f in hs.fields] == ["InputTensor", "OutputTensor", "Alpha", "Beta"]
-    assert [f.name for f in specs.operator("ELEMENT_WISE_QUANTIZE_LINEAR").fields] == [
-        "InputTensor", "ScaleTensor", "ZeroPointTensor", "OutputTensor"]
-    assert {n: op.in_place_allowed for n, op in specs.operators.items()} == {
-        "ELEMENT_WISE_SIGN": True, "ACTIVATION_HARD_SIGMOID": True,
-        "ELEMENT_WISE_QUANTIZE_LINEAR": False, "ELEMENT_WISE_BIT_NOT": True}
-    assert {n: op.operator_type for n, op in specs.operators.items()} == {
-        "ELEMENT_WISE_SIGN": 79, "ACTIVATION_HARD_SIGMOID": 37,
-        "ELEMENT_WISE_QUANTIZE_LINEAR": 33, "ELEMENT_WISE_BIT_NOT": 124}
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_documented_facts(operator):
+    """DML_OPERATOR_TYPE, the introducing level, in-place support, the desc struct's fields in
+    struct order and the attributes' documented defaults."""
+    seed = golden(operator)["spec"]
+    op = SPECS.operator(operator)
+    assert op.operator_type == seed["operator_type"]
+    assert op.introduced == seed["introduced"]
+    assert op.in_place_allowed is seed["in_place_allowed"]
+    assert [f.name for f in op.fields] == seed["fields"]
+    assert op.default_attributes() == pytest.approx(seed.get("default_attributes", {}))
 
 
-def test_quantize_constraints_are_conditional(specs):
-    q = specs.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+def test_quantize_constraints_are_conditional():
+    q = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
     by_id = {c.id: c for c in q.constraints}
     int32 = by_id["scale_float32_for_int32_input"]
     assert int32.when.holds({"InputTensor": "INT32"}) and not int32.when.holds({"InputTensor": "FLOAT32"})

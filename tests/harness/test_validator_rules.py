@@ -85,3 +85,25 @@ def test_level_gated_rejection_is_not_invalid_on_newer_levels():
     d = quant("FLOAT16", "FLOAT16", "INT8", "INT8")
     assert validate(spec, d, "5.2").rule_ids == {"tensor.data_type"}
     assert validate(spec, d, "6.0").accepted and validate(spec, d, "6.4").accepted
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "onnxruntime"])
+def test_a_case_is_validated_once(monkeypatch, backend_name):
+    """The judge, the backend and the prefetch share one verdict per case and level."""
+    import numpy as np
+
+    import harness.model.validator as validator
+    from harness.generate.cases import case_from_arrays
+    from harness.run.case import run_case
+    from harness.run.registry import load_backend
+    calls = []
+    real = validator.validate
+    monkeypatch.setattr(validator, "validate", lambda *a, **k: calls.append(a) or real(*a, **k))
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    backend = load_backend(backend_name, specs=SPECS)
+    for n in (4, 70_000):  # small, and large enough for the reference prefetch
+        case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
+                                {"InputTensor": np.linspace(-2, 2, n, dtype=np.float32)})
+        calls.clear()
+        assert run_case(backend, spec, case, "valid").status == "pass"
+        assert len(calls) == 1, f"validated {len(calls)} times"

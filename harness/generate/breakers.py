@@ -1,0 +1,340 @@
+"""Invalid cases (TOSA's ERROR_IF design): for each validator rule id a breaker starts from a valid
+descriptor and breaks exactly that rule. The breakers carry their own knowledge of the rules
+(they do not ask the validator), so checking their output against the validator is a real
+cross-check of both.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import numpy as np
+from hypothesis import strategies as st
+
+from harness.model.descriptor import Case, Descriptor, TensorDesc
+from harness.model.layout import element_count, minimum_bytes, packed_strides, total_bytes
+from harness.spec.operator import OperatorSpec
+from harness.model.validator import GENERIC_RULES
+from harness.generate.values import random_values
+from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, shape_group
+from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
+from harness.generate.strategies import valid_descriptors
+
+
+INVALID_CASE_MAX_BUFFER = 1 << 20  # invalid cases carry input data only below this many bytes
+
+
+Breaker = Callable[[st.DrawFn, OperatorSpec, str, Descriptor], "tuple[Descriptor, str] | None"]
+
+
+def _drop_aliases(d: Descriptor, tensor: str) -> None:
+    d.aliases = {o: i for o, i in d.aliases.items() if tensor not in (o, i)}
+
+
+def _set_group_sizes(spec: OperatorSpec, d: Descriptor, sizes: list[int], dimension_count: int | None = None) -> None:
+    for name in shape_group(spec) or {f.name for f in spec.tensor_fields}:
+        t = d.tensors.get(name)
+        if t is not None:
+            t.sizes = list(sizes)
+            t.dimension_count = dimension_count
+            reset_layout(t)
+
+
+def _present(d: Descriptor) -> list[str]:
+    return [n for n, t in d.tensors.items() if t is not None]
+
+
+def _break_unavailable(draw, spec, level, d):
+    """The device (at `level`) predates the operator; the descriptor is valid at the introduction."""
+    if spec.available_at(level):
+        return None
+    return d, level
+
+
+def _break_unknown_field(draw, spec, level, d):
+    source = d.tensors[draw(st.sampled_from(_present(d)))]
+    d.tensors["UnknownTensor"] = copy.deepcopy(source)
+    return d, level
+
+
+def _break_missing(draw, spec, level, d):
+    table = spec.table_at(level)
+    required = [n for n in _present(d) if not table.tensors[n].optional]
+    name = draw(st.sampled_from(required))
+    d.tensors[name] = None
+    _drop_aliases(d, name)
+    return d, level
+
+
+def _break_data_type(draw, spec, level, d):
+    catalog = spec.catalog
+    table = spec.table_at(level)
+    names = [n for n in _present(d)]
+    current = {n: (t.data_type if t else None) for n, t in d.tensors.items()}
+    candidates = []
+    for name in names:
+        for t in catalog.data_types:
+            if t in table.tensors[name].types:
+                continue
+            trial = dict(current)
+            trial[name] = t
+            # tensors tied by an unconditional same-type constraint follow, so that only the table rule breaks
+            for c in spec.constraints:
+                if c.rule == "same_data_type" and c.when is None and name in c.tensors:
+                    for other in c.tensors:
+                        if trial.get(other) is not None:
+                            trial[other] = t
+            if broken_type_constraints(spec, trial):
+                continue
+            if all(trial[o] in table.tensors[o].types for o in names if trial[o] is not None and trial[o] != current[o]) :
+                continue
+            candidates.append(trial)
+    if not candidates:
+        return None
+    trial = draw(st.sampled_from(candidates))
+    for n, t in trial.items():
+        if t is not None and d.tensors[n] is not None:
+            d.tensors[n].data_type = t
+            d.tensors[n].alignment = 0
+            reset_layout(d.tensors[n])
+    return d, level
+
+
+def _break_dimension_count(draw, spec, level, d):
+    lo, hi = dim_range(spec, level, [n for n in _present(d)])
+    outside = [n for n in range(1, 10) if not lo <= n <= hi]
+    if not outside:
+        return None
+    n = draw(st.sampled_from(outside))
+    _set_group_sizes(spec, d, [1] * (n - 1) + [2])
+    return d, level
+
+
+def _break_sizes_length(draw, spec, level, d):
+    group_tensor = d.tensors[_present(d)[0]]
+    count = group_tensor.dim_count
+    _set_group_sizes(spec, d, list(group_tensor.sizes) + [1], dimension_count=count)
+    return d, level
+
+
+def _break_strides_length(draw, spec, level, d):
+    name = draw(st.sampled_from(_present(d)))
+    t = d.tensors[name]
+    n = t.dim_count
+    t.strides = packed_strides(t.sizes) + [1] if draw(st.booleans()) or n == 1 else packed_strides(t.sizes)[1:]
+    _drop_aliases(d, name)
+    return d, level
+
+
+def _break_zero_size(draw, spec, level, d):
+    sizes = list(d.tensors[_present(d)[0]].sizes)
+    sizes[draw(st.integers(0, len(sizes) - 1))] = 0
+    _set_group_sizes(spec, d, sizes, dimension_count=None)
+    return d, level
+
+
+def _break_too_many(draw, spec, level, d):
+    lo, hi = dim_range(spec, level, _present(d))
+    n = max(lo, 2)
+    if n > hi:
+        return None  # one UINT32 size cannot exceed 2^32-1 elements
+    _set_group_sizes(spec, d, [1] * (n - 2) + [65536, 65536])
+    return d, level
+
+
+def _break_total_size(draw, spec, level, d):
+    name = draw(st.sampled_from(_present(d)))
+    partners = {name} | {o for o, i in d.aliases.items() if i == name} | {i for o, i in d.aliases.items() if o == name}
+    t = d.tensors[name]
+    need = minimum_bytes(t, spec.catalog.dtype(t.data_type))
+    too_small = need - draw(st.sampled_from([1, 4]))
+    for p in partners:  # aliased tensors keep identical layouts
+        d.tensors[p].total_bytes = too_small
+    return d, level
+
+
+def _break_alignment(draw, spec, level, d):
+    name = draw(st.sampled_from(_present(d)))
+    d.tensors[name].alignment = draw(st.sampled_from([1, 4, 8, 12, 24]))
+    return d, level
+
+
+def _break_flags(draw, spec, level, d):
+    name = draw(st.sampled_from(_present(d)))
+    d.tensors[name].flags = draw(st.sampled_from([0x2, 0x4, 0x80000000]))
+    return d, level
+
+
+def _break_output_overlap(draw, spec, level, d):
+    out = spec.formula.output
+    t = d.tensors[out]
+    if all(s == 1 for s in t.sizes):
+        sizes = list(t.sizes)
+        sizes[-1] = 2
+        _set_group_sizes(spec, d, sizes)
+    t = d.tensors[out]
+    strides = packed_strides(t.sizes)
+    axis = draw(st.sampled_from([i for i, s in enumerate(t.sizes) if s > 1]))
+    strides[axis] = 0
+    t.strides = strides
+    t.total_bytes = None
+    _drop_aliases(d, out)
+    return d, level
+
+
+def _break_in_place_not_allowed(draw, spec, level, d):
+    allowed = set(spec.in_place_pairs) if spec.in_place_allowed else set()
+    pairs = [(o.name, i.name) for o in spec.output_fields for i in spec.input_fields
+             if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None]
+    if not pairs:
+        return None
+    output, inp = draw(st.sampled_from(pairs))
+    d.aliases = {output: inp}
+    return d, level
+
+
+def _break_in_place_layout(draw, spec, level, d):
+    if not spec.in_place_allowed:
+        return None
+    output, inp = draw(st.sampled_from(list(spec.in_place_pairs)))
+    a, b = d.tensors.get(output), d.tensors.get(inp)
+    if a is None or b is None or a.data_type != b.data_type:
+        return None
+    if b.strides and 0 in b.strides:
+        reset_layout(b)
+    a.sizes = list(b.sizes)
+    a.dimension_count = b.dimension_count
+    a.strides = [s * 2 for s in packed_strides(b.sizes)]
+    if a.strides == (b.strides or packed_strides(b.sizes)):
+        a.strides = [s * 3 for s in packed_strides(b.sizes)]
+    a.total_bytes = None
+    d.aliases = {output: inp}
+    return d, level
+
+
+def _constraint_breaker(constraint_id: str) -> Breaker:
+    def breaker(draw, spec, level, d):
+        c = next(c for c in spec.constraints if c.id == constraint_id)
+        if c.rule == "same_shape":
+            names = [n for n in c.tensors if d.tensors.get(n) is not None]
+            name = draw(st.sampled_from(names))
+            t = d.tensors[name]
+            t.sizes = list(t.sizes[:-1]) + [t.sizes[-1] + 1]
+            reset_layout(t)
+            _drop_aliases(d, name)
+            return d, level
+        options = constraint_breaking_assignments(spec, level, constraint_id)
+        if not options:
+            return None
+        types = draw(st.sampled_from(options))
+        for n, t in types.items():
+            if t is None:
+                d.tensors[n] = None
+                _drop_aliases(d, n)
+            else:
+                if d.tensors.get(n) is None:
+                    ref = next(x for x in d.tensors.values() if x is not None)
+                    d.tensors[n] = TensorDesc(t, list(ref.sizes), dimension_count=ref.dimension_count)
+                d.tensors[n].data_type = t
+                d.tensors[n].alignment = 0
+                reset_layout(d.tensors[n])
+                _drop_aliases(d, n)
+        return d, level
+    return breaker
+
+
+BREAKERS: dict[str, Breaker] = {
+    "operator.unavailable": _break_unavailable,
+    "descriptor.unknown_field": _break_unknown_field,
+    "tensor.missing": _break_missing,
+    "tensor.data_type": _break_data_type,
+    "tensor.dimension_count": _break_dimension_count,
+    "tensor.sizes_length": _break_sizes_length,
+    "tensor.strides_length": _break_strides_length,
+    "tensor.zero_size": _break_zero_size,
+    "tensor.too_many_elements": _break_too_many,
+    "tensor.total_size_too_small": _break_total_size,
+    "tensor.alignment": _break_alignment,
+    "tensor.flags": _break_flags,
+    "tensor.output_overlap": _break_output_overlap,
+    "in_place.not_allowed": _break_in_place_not_allowed,
+    "in_place.layout_mismatch": _break_in_place_layout,
+}
+assert set(BREAKERS) == set(GENERIC_RULES), "every generic validator rule needs a breaker"
+
+
+def breaker_for(rule: str) -> Breaker:
+    if rule.startswith("constraint."):
+        return _constraint_breaker(rule.split(".", 1)[1])
+    return BREAKERS[rule]
+
+
+def candidate_rules(spec: OperatorSpec) -> list[str]:
+    return list(BREAKERS) + [c.rule_id for c in spec.constraints]
+
+
+def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
+    """Whether a breaker can break `rule` alone at `level` (structural facts only, no drawing)."""
+    table = spec.table_at(level)
+    if rule == "operator.unavailable":
+        return not spec.available_at(level)
+    if table is None:
+        return False
+    if rule == "tensor.missing":
+        return any(not cell.optional for cell in table.tensors.values())
+    if rule == "tensor.dimension_count":
+        lo, hi = dim_range(spec, level, list(table.tensors))
+        return lo > 1 or hi < 9
+    if rule == "tensor.too_many_elements":
+        return dim_range(spec, level, list(table.tensors))[1] >= 2
+    if rule == "in_place.not_allowed":
+        allowed = set(spec.in_place_pairs)
+        return any((o.name, i.name) not in allowed for o in spec.output_fields for i in spec.input_fields)
+    if rule == "in_place.layout_mismatch":
+        return spec.in_place_allowed
+    if rule == "tensor.data_type":
+        return any(set(spec.catalog.data_types) - set(cell.types) for cell in table.tensors.values())
+    if rule.startswith("constraint."):
+        c = next(c for c in spec.constraints if c.rule_id == rule)
+        return c.rule == "same_shape" or bool(constraint_breaking_assignments(spec, level, c.id))
+    return True
+
+
+@st.composite
+def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
+                  config: GenConfig = DEFAULT_CONFIG) -> Case:
+    """A case that breaks exactly `rule` at `level` (the device level); carries the rule id."""
+    base_level = spec.introduced if rule == "operator.unavailable" else level
+    descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config)))
+    result = breaker_for(rule)(draw, spec, level, descriptor)
+    if result is None:
+        raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
+    broken, case_level = result
+    seed = draw(st.integers(0, 2**32 - 1))
+    inputs = _invalid_inputs(spec, broken, seed, config)
+    return Case(broken, case_level, inputs, expect_valid=False, broken_rule=rule,
+                origin=f"generated:invalid:{rule}:seed={seed}", tags=layout_tags(broken))
+
+
+def _invalid_inputs(spec: OperatorSpec, d: Descriptor, seed: int, config: GenConfig) -> dict[str, bytes]:
+    """Input buffers where they can be made (known type, sane size); a backend must reject before reading."""
+    catalog = spec.catalog
+    buffers = {}
+    rng = np.random.default_rng(seed)
+    for f in spec.input_fields:
+        t = d.tensors.get(f.name)
+        if t is None or t.data_type not in catalog.data_types:
+            continue
+        dtype = catalog.dtype(t.data_type)
+        try:
+            size = max(total_bytes(t, dtype), 0)
+        except Exception:  # malformed structure: no buffer
+            continue
+        if size > INVALID_CASE_MAX_BUFFER or element_count(t) > INVALID_CASE_MAX_BUFFER:
+            continue
+        if not dtype.has_numpy:  # sub-byte types: raw random bytes
+            buffers[f.name] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+            continue
+        count = max(size // dtype.size_bytes, 0)
+        buffers[f.name] = random_values(dtype, count, rng).tobytes().ljust(size, b"\0")
+    return buffers

@@ -1,0 +1,101 @@
+"""Input data for a descriptor: values that favour the special ones (signed zeros, NaN payloads,
+infinities, denormals, extremes) and the spec's favoured values, never a value the spec marks as
+undefined behaviour; made in batches, one seed per data set.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.spec.context import formula_context
+from harness.spec.expr import EvalContext
+from harness.model.layout import packed_strides, total_bytes
+from harness.spec.operator import OperatorSpec
+from harness.generate.values import random_values
+from harness.generate.layouts import DEFAULT_CONFIG, GenConfig
+
+
+def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: GenConfig = DEFAULT_CONFIG,
+                avoid_undefined: bool = True) -> dict[str, bytes]:
+    """Whole input buffers for one case (see make_input_batch)."""
+    return make_input_batch(spec, descriptor, seed, 1, config, avoid_undefined)[0]
+
+
+def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
+                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
+    """`count` sets of whole input buffers for one descriptor: every physical element (padding
+    included) drawn from the value pools, then the spec's favoured values written over a fraction
+    of the logical elements, then values the spec marks as undefined behaviour replaced.
+
+    All sets are made at once: every tensor gets a leading batch axis, and since every step is
+    elementwise, a batch costs about as much as one set."""
+    catalog = spec.catalog
+    rng = np.random.default_rng(seed)
+    raw: dict[str, np.ndarray] = {}        # tensor -> (count, TotalTensorSizeInBytes) bytes
+    views: dict[str, np.ndarray] = {}      # tensor -> (count, *Sizes) writeable logical view
+    for f in spec.input_fields:
+        desc = descriptor.tensors.get(f.name)
+        if desc is None:
+            continue
+        dtype = catalog.dtype(desc.data_type)
+        nbytes = total_bytes(desc, dtype)
+        n = nbytes // dtype.size_bytes
+        block = np.zeros((count, nbytes), dtype=np.uint8)
+        elements = block[:, : n * dtype.size_bytes].view(dtype.numpy)
+        elements[...] = random_values(dtype, count * n, rng).reshape(count, n)
+        strides = (elements.strides[0],) + tuple(st_ * dtype.size_bytes for st_ in (desc.strides or packed_strides(desc.sizes)))
+        raw[f.name] = block
+        views[f.name] = np.lib.stride_tricks.as_strided(elements, shape=(count, *desc.sizes), strides=strides)
+    tensor_of = spec.formula.inputs
+
+    def context() -> EvalContext:
+        variables: dict[str, np.ndarray] = {}
+        for var, tensor in tensor_of.items():
+            if tensor in views:
+                with np.errstate(invalid="ignore"):
+                    variables[var] = views[tensor].astype(np.float64)
+            else:
+                variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
+        return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t}, variables,
+                               descriptor.attributes)
+
+    if spec.favour and spec.formula.operands == "value":
+        # One context for all favoured expressions (they read the other inputs, which they do not
+        # change); each logical element of a favoured tensor gets at most one of them.
+        ctx = context()
+        for tensor in sorted({f.tensor for f in spec.favour}):
+            if tensor not in views or tensor in descriptor.aliases.values():
+                continue
+            dtype = catalog.dtype(descriptor.tensors[tensor].data_type)  # type: ignore[union-attr]
+            shape = views[tensor].shape
+            rules = [f for f in spec.favour if f.tensor == tensor]
+            with np.errstate(invalid="ignore"):
+                merged = views[tensor].astype(np.float64)
+            choice = np.where(rng.random(shape) < config.favour_fraction * 2, rng.integers(0, len(rules), shape), -1)
+            for index, favour in enumerate(rules):
+                pick = choice == index
+                if not pick.any():
+                    continue
+                ctx.variables["k"] = rng.integers(favour.k_range[0], favour.k_range[1], size=shape, endpoint=True).astype(np.float64)
+                wanted = np.broadcast_to(np.asarray(favour.expression.evaluate(ctx), dtype=np.float64), shape)
+                merged = np.where(pick, wanted, merged)
+            with np.errstate(invalid="ignore", over="ignore"):
+                if not dtype.is_float:
+                    merged = np.where(np.isfinite(merged), np.clip(np.rint(merged), dtype.min, dtype.max), 0)
+                views[tensor][...] = merged.astype(dtype.numpy)
+
+    if avoid_undefined:
+        for rule in spec.unspecified:
+            if not rule.undefined_behaviour:
+                continue
+            for var in sorted(rule.when.names):
+                tensor = tensor_of.get(var)
+                if tensor not in views:
+                    continue
+                mask = np.broadcast_to(np.asarray(rule.when.evaluate(context()), dtype=bool), views[tensor].shape)
+                if mask.any():
+                    current = views[tensor].copy()
+                    current[mask] = 1  # a neutral value: the case stays defined
+                    views[tensor][...] = current
+    return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]

@@ -1,0 +1,38 @@
+"""The one evaluation context of a spec's formula, shared by generation and the reference.
+
+Both evaluate the same expressions (the formula, its constants, `unspecified` and favour rules),
+so both must see the same values: attributes as the device holds them (a FLOAT field is a
+float32, whatever double the descriptor was written with; other fields as they are), the
+catalog's type ranges, and the constants evaluated after the attributes they may name.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.spec.expr import EvalContext
+from harness.spec.operator import OperatorSpec
+
+
+def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[str, np.float64]:
+    """Each attribute the formula names, as the device holds it, as a float64 scalar."""
+    out = {}
+    for name in spec.formula.attributes:
+        value = attributes.get(name, spec.field(name).default)
+        value = 0.0 if value is None else value
+        out[name] = np.float64(np.float32(value)) if spec.field(name).c_type == "FLOAT" else np.float64(value)
+    return out
+
+
+def formula_context(spec: OperatorSpec, tensor_types: dict[str, str], variables: dict[str, Any],
+                    attributes: dict[str, float], output_numpy_dtype: Any = None) -> EvalContext:
+    """The context in which `spec`'s expressions are evaluated: `variables` (the inputs, bound by
+    the caller), the attributes, then the constants."""
+    ctx = EvalContext(variables=dict(variables), tensor_types=dict(tensor_types), type_ranges=spec.catalog.type_ranges())
+    if output_numpy_dtype is not None:
+        ctx.output_numpy_dtype = output_numpy_dtype
+    ctx.variables.update(attribute_values(spec, attributes))
+    for name, const in spec.formula.constants.items():
+        ctx.variables[name] = np.asarray(const.evaluate(ctx))
+    return ctx
