@@ -152,7 +152,8 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     reports = Path(args.reports_dir)
     reports.mkdir(parents=True, exist_ok=True)
     from harness.run.plugin import CONFORMANCE_MODULE
-    pytest_args = [str(CONFORMANCE_MODULE), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+    # the CLI imported Hypothesis before pytest starts: its plugin cannot be assert-rewritten, harmlessly
+    pytest_args = [str(CONFORMANCE_MODULE), "-q", "-W", "ignore::pytest.PytestAssertRewriteWarning", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
                    f"--reports-dir={reports}", f"--specs-dir={args.specs_dir}",
                    *([f"--expectations-dir={_expectations_dir(args)}"] if args.expectations_dir else []),
