@@ -44,20 +44,20 @@ def _present(d: Descriptor) -> list[str]:
     return [n for n, t in d.tensors.items() if t is not None]
 
 
-def _break_unavailable(draw, spec, level, d):
+def _break_unavailable(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     """The device (at `level`) predates the operator; the descriptor is valid at the introduction."""
     if spec.available_at(level):
         return None
     return d, level
 
 
-def _break_unknown_field(draw, spec, level, d):
+def _break_unknown_field(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     source = d.tensors[draw(st.sampled_from(_present(d)))]
     d.tensors["UnknownTensor"] = copy.deepcopy(source)
     return d, level
 
 
-def _break_missing(draw, spec, level, d):
+def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     table = spec.table_at(level)
     required = [n for n in _present(d) if not table.tensors[n].optional]
     name = draw(st.sampled_from(required))
@@ -66,7 +66,7 @@ def _break_missing(draw, spec, level, d):
     return d, level
 
 
-def _break_data_type(draw, spec, level, d):
+def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     catalog = spec.catalog
     table = spec.table_at(level)
     names = [n for n in _present(d)]
@@ -100,7 +100,7 @@ def _break_data_type(draw, spec, level, d):
     return d, level
 
 
-def _break_dimension_count(draw, spec, level, d):
+def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     lo, hi = dim_range(spec, level, [n for n in _present(d)])
     outside = [n for n in range(1, 10) if not lo <= n <= hi]
     if not outside:
@@ -110,14 +110,14 @@ def _break_dimension_count(draw, spec, level, d):
     return d, level
 
 
-def _break_sizes_length(draw, spec, level, d):
+def _break_sizes_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     group_tensor = d.tensors[_present(d)[0]]
     count = group_tensor.dim_count
     _set_group_sizes(spec, d, list(group_tensor.sizes) + [1], dimension_count=count)
     return d, level
 
 
-def _break_strides_length(draw, spec, level, d):
+def _break_strides_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
     t = d.tensors[name]
     n = t.dim_count
@@ -126,14 +126,14 @@ def _break_strides_length(draw, spec, level, d):
     return d, level
 
 
-def _break_zero_size(draw, spec, level, d):
+def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     sizes = list(d.tensors[_present(d)[0]].sizes)
     sizes[draw(st.integers(0, len(sizes) - 1))] = 0
     _set_group_sizes(spec, d, sizes, dimension_count=None)
     return d, level
 
 
-def _break_too_many(draw, spec, level, d):
+def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     lo, hi = dim_range(spec, level, _present(d))
     n = max(lo, 2)
     if n > hi:
@@ -142,7 +142,7 @@ def _break_too_many(draw, spec, level, d):
     return d, level
 
 
-def _break_total_size(draw, spec, level, d):
+def _break_total_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
     partners = {name} | {o for o, i in d.aliases.items() if i == name} | {i for o, i in d.aliases.items() if o == name}
     t = d.tensors[name]
@@ -153,19 +153,19 @@ def _break_total_size(draw, spec, level, d):
     return d, level
 
 
-def _break_alignment(draw, spec, level, d):
+def _break_alignment(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
     d.tensors[name].alignment = draw(st.sampled_from([1, 4, 8, 12, 24]))
     return d, level
 
 
-def _break_flags(draw, spec, level, d):
+def _break_flags(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
     d.tensors[name].flags = draw(st.sampled_from([0x2, 0x4, 0x80000000]))
     return d, level
 
 
-def _break_output_overlap(draw, spec, level, d):
+def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     out = spec.formula.output
     t = d.tensors[out]
     if all(s == 1 for s in t.sizes):
@@ -182,7 +182,7 @@ def _break_output_overlap(draw, spec, level, d):
     return d, level
 
 
-def _break_in_place_not_allowed(draw, spec, level, d):
+def _break_in_place_not_allowed(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     allowed = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     pairs = [(o.name, i.name) for o in spec.output_fields for i in spec.input_fields
              if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None]
@@ -193,7 +193,7 @@ def _break_in_place_not_allowed(draw, spec, level, d):
     return d, level
 
 
-def _break_in_place_layout(draw, spec, level, d):
+def _break_in_place_layout(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     if not spec.in_place_allowed:
         return None
     output, inp = draw(st.sampled_from(list(spec.in_place_pairs)))
@@ -213,7 +213,7 @@ def _break_in_place_layout(draw, spec, level, d):
 
 
 def _constraint_breaker(constraint_id: str) -> Breaker:
-    def breaker(draw, spec, level, d):
+    def breaker(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
         c = next(c for c in spec.constraints if c.id == constraint_id)
         if c.rule == "same_shape":
             names = [n for n in c.tensors if d.tensors.get(n) is not None]

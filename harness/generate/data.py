@@ -22,16 +22,10 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
     return make_input_batch(spec, descriptor, seed, 1, config, avoid_undefined)[0]
 
 
-def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
-                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
-    """`count` sets of whole input buffers for one descriptor: every physical element (padding
-    included) drawn from the value pools, then the spec's favoured values written over a fraction
-    of the logical elements, then values the spec marks as undefined behaviour replaced.
-
-    All sets are made at once: every tensor gets a leading batch axis, and since every step is
-    elementwise, a batch costs about as much as one set."""
+def _allocate(spec: OperatorSpec, descriptor: Descriptor, count: int,
+              rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Raw (count, TotalTensorSizeInBytes) blocks drawn from the value pools, and their logical views."""
     catalog = spec.catalog
-    rng = np.random.default_rng(seed)
     raw: dict[str, np.ndarray] = {}        # tensor -> (count, TotalTensorSizeInBytes) bytes
     views: dict[str, np.ndarray] = {}      # tensor -> (count, *Sizes) writeable logical view
     for f in spec.input_fields:
@@ -47,55 +41,80 @@ def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, coun
         strides = (elements.strides[0],) + tuple(st_ * dtype.size_bytes for st_ in (desc.strides or packed_strides(desc.sizes)))
         raw[f.name] = block
         views[f.name] = np.lib.stride_tricks.as_strided(elements, shape=(count, *desc.sizes), strides=strides)
-    tensor_of = spec.formula.inputs
+    return raw, views
 
-    def context() -> EvalContext:
-        variables: dict[str, np.ndarray] = {}
-        for var, tensor in tensor_of.items():
-            if tensor in views:
-                with np.errstate(invalid="ignore"):
-                    variables[var] = views[tensor].astype(np.float64)
-            else:
-                variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
-        return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t}, variables,
-                               descriptor.attributes)
 
-    if spec.favour and spec.formula.operands == "value":
-        # One context for all favoured expressions (they read the other inputs, which they do not
-        # change); each logical element of a favoured tensor gets at most one of them.
-        ctx = context()
-        for tensor in sorted({f.tensor for f in spec.favour}):
-            if tensor not in views or tensor in descriptor.aliases.values():
-                continue
-            dtype = catalog.dtype(descriptor.tensors[tensor].data_type)  # type: ignore[union-attr]
-            shape = views[tensor].shape
-            rules = [f for f in spec.favour if f.tensor == tensor]
+def _context(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> EvalContext:
+    """A formula context over the current logical values (absent inputs take their defaults)."""
+    variables: dict[str, np.ndarray] = {}
+    for var, tensor in spec.formula.inputs.items():
+        if tensor in views:
             with np.errstate(invalid="ignore"):
-                merged = views[tensor].astype(np.float64)
-            choice = np.where(rng.random(shape) < config.favour_fraction * 2, rng.integers(0, len(rules), shape), -1)
-            for index, favour in enumerate(rules):
-                pick = choice == index
-                if not pick.any():
-                    continue
-                ctx.variables["k"] = rng.integers(favour.k_range[0], favour.k_range[1], size=shape, endpoint=True).astype(np.float64)
-                wanted = np.broadcast_to(np.asarray(favour.expression.evaluate(ctx), dtype=np.float64), shape)
-                merged = np.where(pick, wanted, merged)
-            with np.errstate(invalid="ignore", over="ignore"):
-                if not dtype.is_float:
-                    merged = np.where(np.isfinite(merged), np.clip(np.rint(merged), dtype.min, dtype.max), 0)
-                views[tensor][...] = merged.astype(dtype.numpy)
+                variables[var] = views[tensor].astype(np.float64)
+        else:
+            variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
+    return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t}, variables,
+                           descriptor.attributes)
 
-    if avoid_undefined:
-        for rule in spec.unspecified:
-            if not rule.undefined_behaviour:
+
+def _write_favoured(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray],
+                    rng: np.random.Generator, config: GenConfig) -> None:
+    """Write the spec's favoured values over a fraction of the logical elements, in place."""
+    # One context for all favoured expressions (they read the other inputs, which they do not
+    # change); each logical element of a favoured tensor gets at most one of them.
+    ctx = _context(spec, descriptor, views)
+    for tensor in sorted({f.tensor for f in spec.favour}):
+        if tensor not in views or tensor in descriptor.aliases.values():
+            continue
+        dtype = spec.catalog.dtype(descriptor.tensors[tensor].data_type)  # type: ignore[union-attr]
+        shape = views[tensor].shape
+        rules = [f for f in spec.favour if f.tensor == tensor]
+        with np.errstate(invalid="ignore"):
+            merged = views[tensor].astype(np.float64)
+        choice = np.where(rng.random(shape) < config.favour_fraction * 2, rng.integers(0, len(rules), shape), -1)
+        for index, favour in enumerate(rules):
+            pick = choice == index
+            if not pick.any():
                 continue
-            for var in sorted(rule.when.names):
-                tensor = tensor_of.get(var)
-                if tensor not in views:
-                    continue
-                mask = np.broadcast_to(np.asarray(rule.when.evaluate(context()), dtype=bool), views[tensor].shape)
-                if mask.any():
-                    current = views[tensor].copy()
-                    current[mask] = 1  # a neutral value: the case stays defined
-                    views[tensor][...] = current
+            ctx.variables["k"] = rng.integers(favour.k_range[0], favour.k_range[1], size=shape, endpoint=True).astype(np.float64)
+            wanted = np.broadcast_to(np.asarray(favour.expression.evaluate(ctx), dtype=np.float64), shape)
+            merged = np.where(pick, wanted, merged)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if not dtype.is_float:
+                merged = np.where(np.isfinite(merged), np.clip(np.rint(merged), dtype.min, dtype.max), 0)
+            views[tensor][...] = merged.astype(dtype.numpy)
+
+
+def _replace_undefined(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
+    """Replace, in place, values the spec marks as undefined behaviour by a neutral 1."""
+    tensor_of = spec.formula.inputs
+    for rule in spec.unspecified:
+        if not rule.undefined_behaviour:
+            continue
+        for var in sorted(rule.when.names):
+            tensor = tensor_of.get(var)
+            if tensor not in views:
+                continue
+            mask = np.broadcast_to(np.asarray(rule.when.evaluate(_context(spec, descriptor, views)), dtype=bool),
+                                   views[tensor].shape)
+            if mask.any():
+                current = views[tensor].copy()
+                current[mask] = 1  # a neutral value: the case stays defined
+                views[tensor][...] = current
+
+
+def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
+                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
+    """`count` sets of whole input buffers for one descriptor: every physical element (padding
+    included) drawn from the value pools, then the spec's favoured values written over a fraction
+    of the logical elements, then values the spec marks as undefined behaviour replaced.
+
+    All sets are made at once: every tensor gets a leading batch axis, and since every step is
+    elementwise, a batch costs about as much as one set."""
+    rng = np.random.default_rng(seed)
+    raw, views = _allocate(spec, descriptor, count, rng)
+    if spec.favour and spec.formula.operands == "value":
+        _write_favoured(spec, descriptor, views, rng, config)
+    if avoid_undefined:
+        _replace_undefined(spec, descriptor, views)
     return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]

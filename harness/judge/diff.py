@@ -18,6 +18,7 @@ from harness.model.backend import RunResult
 from harness.model.descriptor import Case
 from harness.model.layout import read_logical, span_elements
 from harness.reference.evaluate import Expected, expected_for
+from harness.spec.catalog import DataType
 from harness.spec.operator import Comparison, OperatorSpec
 from harness.model.validator import case_verdict
 
@@ -174,19 +175,12 @@ def _accepted(comparison: Comparison, expected: np.ndarray, actual: np.ndarray,
     return ok
 
 
-def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected | None = None) -> DiffResult:
-    """Compare a backend's output buffers with the reference.
-
-    Elements equal bit for bit pass at once (the common case costs one comparison of the bits).
-    The rules (NaN, signed zeros, ULPs, the spec's atol, fp32 denormal flushes, rounding ties,
-    unspecified regions) are then applied to the elements that differ only, gathered by index.
-    """
-    catalog = spec.catalog
-    expected = expected or expected_for(spec, case)
-    name = spec.formula.output
+def _read_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected,
+                 name: str) -> tuple[DataType, np.ndarray, np.ndarray] | DiffResult:
+    """The output's type, reference and logical backend array, or the mismatch of a missing or short buffer."""
     desc = case.descriptor.tensors[name]
     assert desc is not None
-    out_type = catalog.dtype(desc.data_type)
+    out_type = spec.catalog.dtype(desc.data_type)
     want = expected.outputs[name]
     if name not in buffers:
         return DiffResult(MISMATCH, f"the backend returned no {name}", name, out_type.name)
@@ -194,14 +188,21 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     if len(buffers[name]) < need:  # never read past what the backend returned
         return DiffResult(MISMATCH, f"the backend returned {len(buffers[name])} bytes of {name}; its layout needs {need}",
                           name, out_type.name)
-    got = read_logical(buffers[name], desc, out_type.numpy)
-    comparison = spec.comparison_for(out_type.name)
+    return out_type, want, read_logical(buffers[name], desc, out_type.numpy)
+
+
+def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | None]:
+    """The fast path: element count and flat indices that differ bit for bit (None: all identical)."""
     same = _bits(want) == _bits(got)
     if same.all():
-        return DiffResult(PASS, f"{same.size} elements of {name} ({out_type.name}) match", name, out_type.name,
-                          elements=int(same.size), expected=expected)
+        return int(same.size), None
+    return int(same.size), np.flatnonzero(~same)
 
-    index = np.flatnonzero(~same)  # the differing elements, by flat index
+
+def _settle_differences(comparison: Comparison, expected: Expected, name: str, out_type: DataType,
+                        want: np.ndarray, got: np.ndarray,
+                        index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Masks over `index` (flushed, ties, unspecified, bad): the rules, fp32 flushes, ties, unspecified regions."""
     want_d, got_d = want.reshape(-1)[index], got.reshape(-1)[index]
     def atol_at(positions: np.ndarray) -> np.ndarray | None:
         return expected.atol(name, index[positions])
@@ -228,21 +229,13 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
             unspecified_d = expected.unspecified(name, index)
     unspecified_d = ~ok & ~ties & unspecified_d
     bad_d = ~ok & ~ties & ~unspecified_d
+    return flushed, ties, unspecified_d, bad_d
 
-    settled = not (bad_d.any() or unspecified_d.any() or ties.any())
-    bad = None
-    if bad_d.any():  # for the expectations, which match explained divergences element by element
-        bad = np.zeros(want.shape, dtype=bool)
-        bad.reshape(-1)[index[bad_d]] = True
-    ulps = None
-    if want.dtype.kind == "f" and not settled:  # for the ULP picture attached to failures and divergences
-        with np.errstate(invalid="ignore"):
-            ulps = np.where(np.isnan(want) | np.isnan(got), 0, ulp_distance(want, got)).reshape(-1)
-    result = DiffResult(PASS, "", name, out_type.name, elements=int(want.size), mismatch_count=int(bad_d.sum()),
-                        unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), flushed_count=int(flushed.sum()),
-                        ulp_errors=ulps, unspecified_reasons=list(expected.unspecified_reasons.get(name, [])),
-                        bad_mask=bad, expected=expected)
-    shown = index[bad_d] if bad_d.any() else index[unspecified_d | ties]
+
+def _report_rows(expected: Expected, want: np.ndarray, got: np.ndarray, ulps: np.ndarray | None,
+                 shown: np.ndarray) -> list[ElementReport]:
+    """Report rows (index, inputs, values, hex, ULP) for the first MAX_REPORTED flat indices of `shown`."""
+    rows = []
     for flat in shown[:MAX_REPORTED]:
         where = np.unravel_index(int(flat), want.shape)
         inputs = {}
@@ -250,9 +243,16 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
             arr = np.asarray(arr)
             value = arr[where] if arr.shape == want.shape else (arr.reshape(-1)[0] if arr.size == 1 else np.broadcast_to(arr, want.shape)[where])
             inputs[var] = _fmt(value) + (f" ({_hex(value)})" if np.asarray(value).dtype.kind == "f" else "")
-        result.first.append(ElementReport(tuple(int(i) for i in where), inputs, _fmt(want[where]), _fmt(got[where]),
-                                          _hex(want[where]), _hex(got[where]),
-                                          int(ulps[flat]) if ulps is not None and not (np.isnan(want[where]) or np.isnan(got[where])) else None))
+        rows.append(ElementReport(tuple(int(i) for i in where), inputs, _fmt(want[where]), _fmt(got[where]),
+                                  _hex(want[where]), _hex(got[where]),
+                                  int(ulps[flat]) if ulps is not None and not (np.isnan(want[where]) or np.isnan(got[where])) else None))
+    return rows
+
+
+def _set_verdict(result: DiffResult, comparison: Comparison, out_type: DataType, bad_d: np.ndarray,
+                 unspecified_d: np.ndarray, ties: np.ndarray) -> None:
+    """Set `result`'s status and summary from its counts and the masks of bad, unspecified and tie elements."""
+    name = result.output
     notes = []
     if result.flushed_count:
         notes.append(f"{result.flushed_count} element(s) accepted as fp32 denormal flushes")
@@ -271,6 +271,43 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
         result.summary = "; ".join(parts + notes)
     else:
         result.summary = f"{result.elements} elements of {name} ({out_type.name}) match" + (f"; {'; '.join(notes)}" if notes else "")
+
+
+def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected | None = None) -> DiffResult:
+    """Compare a backend's output buffers with the reference.
+
+    Elements equal bit for bit pass at once (the common case costs one comparison of the bits).
+    The rules (NaN, signed zeros, ULPs, the spec's atol, fp32 denormal flushes, rounding ties,
+    unspecified regions) are then applied to the elements that differ only, gathered by index.
+    """
+    expected = expected or expected_for(spec, case)
+    name = spec.formula.output
+    read = _read_output(spec, case, buffers, expected, name)
+    if isinstance(read, DiffResult):
+        return read
+    out_type, want, got = read
+    comparison = spec.comparison_for(out_type.name)
+    compared, index = _differing(want, got)
+    if index is None:
+        return DiffResult(PASS, f"{compared} elements of {name} ({out_type.name}) match", name, out_type.name,
+                          elements=compared, expected=expected)
+
+    flushed, ties, unspecified_d, bad_d = _settle_differences(comparison, expected, name, out_type, want, got, index)
+    settled = not (bad_d.any() or unspecified_d.any() or ties.any())
+    bad = None
+    if bad_d.any():  # for the expectations, which match explained divergences element by element
+        bad = np.zeros(want.shape, dtype=bool)
+        bad.reshape(-1)[index[bad_d]] = True
+    ulps = None
+    if want.dtype.kind == "f" and not settled:  # for the ULP picture attached to failures and divergences
+        with np.errstate(invalid="ignore"):
+            ulps = np.where(np.isnan(want) | np.isnan(got), 0, ulp_distance(want, got)).reshape(-1)
+    result = DiffResult(PASS, "", name, out_type.name, elements=int(want.size), mismatch_count=int(bad_d.sum()),
+                        unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), flushed_count=int(flushed.sum()),
+                        ulp_errors=ulps, unspecified_reasons=list(expected.unspecified_reasons.get(name, [])),
+                        bad_mask=bad, expected=expected)
+    result.first = _report_rows(expected, want, got, ulps, index[bad_d] if bad_d.any() else index[unspecified_d | ties])
+    _set_verdict(result, comparison, out_type, bad_d, unspecified_d, ties)
     return result
 
 

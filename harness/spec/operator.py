@@ -427,8 +427,25 @@ def _check_keys_are_text(src: SourcedYaml, data: Any) -> None:
             stack.extend((path + (index,), item) for index, item in enumerate(node))
 
 
-def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
-    """Schema-check and meaning-check one operator file, and build its model."""
+@dataclass(frozen=True)
+class _Roles:
+    """The field names of each role, as the section readers check references against them."""
+    tensors: set[str]
+    inputs: set[str]
+    outputs: set[str]
+    attributes: set[str]
+
+
+@dataclass(frozen=True)
+class _FormulaScope:
+    """What later sections' formulas may use: the formula's names and the kinds they hold."""
+    names: set[str]
+    evaluated: KindFacts
+    generated: KindFacts
+
+
+def _read_document(src: SourcedYaml) -> dict:
+    """Read the top level: a mapping with text keys that passes the operator schema."""
     data = src.data
     if not isinstance(data, dict):
         found = "an empty file" if data is None else "a list" if isinstance(data, list) else f"a single value ({data!r:.40})"
@@ -439,7 +456,11 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     if errors:
         first = max(errors, key=lambda e: len(e.absolute_path)) if errors[0].validator == "oneOf" else errors[0]
         raise src.error(schema_error_path(first), schema_message(first))
+    return data
 
+
+def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[FieldSpec], _Roles]:
+    """Read identity (name, introduction) and fields: unique names, defaults on attributes only, an output."""
     if data["operator"] != src.path.stem:
         raise src.error(("operator",), f"operator {data['operator']!r} must match the file name {src.path.stem!r}")
     _check_level(src, ("introduced",), data["introduced"], catalog)
@@ -453,13 +474,19 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default")))
-    tensor_names = {f.name for f in fields if f.role != "attribute"}
-    input_names = {f.name for f in fields if f.role == "input"}
-    output_names = {f.name for f in fields if f.role == "output"}
-    attribute_names = {f.name for f in fields if f.role == "attribute"}
-    if not output_names:
+    roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
+                   inputs={f.name for f in fields if f.role == "input"},
+                   outputs={f.name for f in fields if f.role == "output"},
+                   attributes={f.name for f in fields if f.role == "attribute"})
+    if not roles.outputs:
         raise src.error(("fields",), "an operator needs at least one output tensor field")
+    return fields, roles
 
+
+def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec],
+                  roles: _Roles) -> list[SupportTable]:
+    """Read the support tables: level order, full tensor coverage, dims, types and kinds per cell."""
+    tensor_names = roles.tensors
     support: list[SupportTable] = []
     previous_order: int | None = None
     for index, raw in enumerate(data["support"]):
@@ -494,15 +521,24 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     if support[-1].level != data["introduced"]:
         raise src.error(("support", len(support) - 1, "level"),
                         f"the oldest table (FL {support[-1].level}) must be at the operator's introduction (FL {data['introduced']})")
+    return support
 
+
+def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[str, str], ...]:
+    """Read in_place: pairs listed exactly when allowed, each naming an output and an input field."""
     in_place = data["in_place"]
     pairs = tuple((p["output"], p["input"]) for p in in_place["pairs"])
     if in_place["allowed"] != bool(pairs):
         raise src.error(("in_place", "pairs"), "list aliasable (output, input) pairs exactly when allowed is true")
     for index, (out, inp) in enumerate(pairs):
-        if out not in output_names or inp not in input_names:
+        if out not in roles.outputs or inp not in roles.inputs:
             raise src.error(("in_place", "pairs", index), f"pair ({out}, {inp}) must name an output and an input field")
+    return pairs
 
+
+def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles) -> list[Constraint]:
+    """Read the constraints: unique ids, the keys each rule needs, known tensors and types, conditions."""
+    tensor_names = roles.tensors
     constraints: list[Constraint] = []
     seen_ids: set[str] = set()
     for index, raw in enumerate(data["constraints"]):
@@ -531,17 +567,23 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
             when = Condition(w["tensor"], tuple(w["types"]) if "types" in w else None,
                              tuple(w["types_not"]) if "types_not" in w else None)
         constraints.append(Constraint(raw["id"], raw["rule"], tuple(names), tuple(raw.get("types", ())), when, raw["text"]))
+    return constraints
 
+
+def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[SupportTable],
+                  roles: _Roles) -> tuple[OperatorFormula, _FormulaScope]:
+    """Read the formula: expression, inputs, output, attributes, constants (names and kinds), absent inputs."""
+    tensor_names = roles.tensors
     fraw = data["formula"]
     expression = _formula(src, ("formula", "expression"), fraw["expression"])
     for var, tname in fraw["inputs"].items():
-        if tname not in input_names:
+        if tname not in roles.inputs:
             raise src.error(("formula", "inputs", var), f"{tname!r} is not an input tensor field")
-    if fraw["output"] not in output_names:
+    if fraw["output"] not in roles.outputs:
         raise src.error(("formula", "output"), f"{fraw['output']!r} is not an output tensor field")
     attrs = tuple(fraw.get("attributes", ()))
     for index, a in enumerate(attrs):
-        if a not in attribute_names:
+        if a not in roles.attributes:
             raise src.error(("formula", "attributes", index), f"{a!r} is not an attribute field")
     constants = {name: _formula(src, ("formula", "constants", name), text) for name, text in fraw.get("constants", {}).items()}
     tensor_kinds = _tensor_type_kinds(support, catalog)
@@ -562,26 +604,39 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         absent[var] = float(raw["value"])
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"])
-    # Every optional tensor that the formula reads needs a stated meaning when absent.
+    return formula, _FormulaScope(names, evaluated, generated)
+
+
+def _check_absent_inputs(src: SourcedYaml, support: list[SupportTable], formula: OperatorFormula) -> None:
+    """Check that every optional tensor the formula reads has a stated meaning when absent."""
     for table_index, table in enumerate(support):
         for tname, cell in table.tensors.items():
             if cell.optional:
                 for var, t in formula.inputs.items():
-                    if t == tname and var not in absent:
+                    if t == tname and var not in formula.absent_inputs:
                         raise src.error(("support", table_index, "tensors", tname, "kind"),
                                         f"{tname} is optional but formula.absent_inputs does not say what {var!r} is when it is absent")
 
+
+def _read_unspecified(src: SourcedYaml, data: dict, catalog: Catalog, scope: _FormulaScope,
+                      roles: _Roles) -> list[Unspecified]:
+    """Read the unspecified regions: their conditions' names and kinds, and the types they apply to."""
     unspecified = []
     for index, raw in enumerate(data.get("unspecified", [])):
         f = _formula(src, ("unspecified", index, "when"), raw["when"])
-        _check_names(src, ("unspecified", index, "when"), f, names, tensor_names)
+        _check_names(src, ("unspecified", index, "when"), f, scope.names, roles.tensors)
         ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
-        _check_kinds(src, ("unspecified", index, "when"), f, *((evaluated, generated) if ub else (evaluated,)))
+        _check_kinds(src, ("unspecified", index, "when"), f, *((scope.evaluated, scope.generated) if ub else (scope.evaluated,)))
         if "applies_to" in raw:
             _check_types(src, ("unspecified", index, "applies_to"), raw["applies_to"], catalog)
         unspecified.append(Unspecified(raw["id"], f, raw["why"], tuple(raw["applies_to"]) if "applies_to" in raw else None,
                                        raw.get("handled_by"), bool(raw.get("undefined_behaviour", False))))
+    return unspecified
 
+
+def _read_comparisons(src: SourcedYaml, data: dict, catalog: Catalog, scope: _FormulaScope,
+                      roles: _Roles) -> dict[str, Comparison]:
+    """Read the comparison rules: keys, atol and ties formulas, and max_ulp for ulp comparisons."""
     comparison: dict[str, Comparison] = {}
     for key, raw in data["comparison"].items():
         path = ("comparison", key)
@@ -590,22 +645,31 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         atol = ties = None
         if "atol" in raw:
             atol = _formula(src, path + ("atol",), raw["atol"])
-            _check_names(src, path + ("atol",), atol, names, tensor_names)
-            _check_kinds(src, path + ("atol",), atol, evaluated)
+            _check_names(src, path + ("atol",), atol, scope.names, roles.tensors)
+            _check_kinds(src, path + ("atol",), atol, scope.evaluated)
         if "ties" in raw:
             ties = _formula(src, path + ("ties",), raw["ties"])
-            _check_names(src, path + ("ties",), ties, names, tensor_names)
-            _check_kinds(src, path + ("ties",), ties, evaluated)
+            _check_names(src, path + ("ties",), ties, scope.names, roles.tensors)
+            _check_kinds(src, path + ("ties",), ties, scope.evaluated)
         if raw["kind"] == "ulp" and "max_ulp" not in raw:
             raise src.error(path, "kind ulp needs max_ulp")
         comparison[key] = Comparison(raw["kind"], raw.get("max_ulp", 0), atol, ties,
                                      raw.get("flush_denormals", False), raw.get("nan_payload", "ignore"))
+    return comparison
 
+
+def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles) -> dict:
+    """Read attribute_values: each key names an attribute field."""
     attribute_values = data.get("attribute_values", {})
     for name in attribute_values:
-        if name not in attribute_names:
+        if name not in roles.attributes:
             raise src.error(("attribute_values", name), f"{name!r} is not an attribute field")
+    return attribute_values
 
+
+def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles) -> list[Example]:
+    """Read the examples: types for every tensor, equal lengths, known fields, values within their types."""
+    tensor_names = roles.tensors
     examples = []
     for index, raw in enumerate(data.get("examples", [])):
         path = ("examples", index)
@@ -618,35 +682,56 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         if len(lengths) != 1:
             raise src.error(path, "all input and expected lists must have the same length")
         for tname in raw["inputs"]:
-            if tname not in input_names:
+            if tname not in roles.inputs:
                 raise src.error(path + ("inputs", tname), f"{tname!r} is not an input field")
         for tname in raw["expected"]:
-            if tname not in output_names:
+            if tname not in roles.outputs:
                 raise src.error(path + ("expected", tname), f"{tname!r} is not an output field")
         for aname in raw.get("attributes", {}):
-            if aname not in attribute_names:
+            if aname not in roles.attributes:
                 raise src.error(path + ("attributes", aname), f"{aname!r} is not an attribute field")
         _check_example(src, path, raw, catalog)
         examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),
                                 tuple(raw["sizes"]) if "sizes" in raw else None, dict(raw.get("attributes", {})),
                                 {k: list(v) for k, v in raw["inputs"].items()},
                                 {k: list(v) for k, v in raw["expected"].items()}))
+    return examples
 
+
+def _read_generation(src: SourcedYaml, data: dict, scope: _FormulaScope, roles: _Roles) -> list[Favour]:
+    """Read generation.favour: input tensors, and expressions (with k) that the generator can evaluate."""
     favour = []
     for index, raw in enumerate(data.get("generation", {}).get("favour", [])):
         path = ("generation", "favour", index)
-        if raw["tensor"] not in input_names:
+        if raw["tensor"] not in roles.inputs:
             raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
         f = _formula(src, path + ("expression",), raw["expression"])
-        _check_names(src, path + ("expression",), f, names | {"k"}, tensor_names)
-        _check_kinds(src, path + ("expression",), f, generated)
+        _check_names(src, path + ("expression",), f, scope.names | {"k"}, roles.tensors)
+        _check_kinds(src, path + ("expression",), f, scope.generated)
         k_range = tuple(raw.get("k", [0, 0]))
         favour.append(Favour(raw["tensor"], f, (k_range[0], k_range[1]), raw["why"]))
+    return favour
+
+
+def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
+    """Schema-check and meaning-check one operator file, and build its model."""
+    data = _read_document(src)
+    fields, roles = _read_fields(src, data, catalog)
+    support = _read_support(src, data, catalog, fields, roles)
+    pairs = _read_in_place(src, data, roles)
+    constraints = _read_constraints(src, data, catalog, roles)
+    formula, scope = _read_formula(src, data, catalog, support, roles)
+    _check_absent_inputs(src, support, formula)
+    unspecified = _read_unspecified(src, data, catalog, scope, roles)
+    comparison = _read_comparisons(src, data, catalog, scope, roles)
+    attribute_values = _read_attribute_values(src, data, roles)
+    examples = _read_examples(src, data, catalog, roles)
+    favour = _read_generation(src, data, scope, roles)
 
     return OperatorSpec(
         favour=tuple(favour),
         name=data["operator"], operator_type=data["operator_type"], desc_struct=data["desc_struct"],
-        summary=data["summary"], introduced=data["introduced"], in_place_allowed=in_place["allowed"],
+        summary=data["summary"], introduced=data["introduced"], in_place_allowed=data["in_place"]["allowed"],
         in_place_pairs=pairs, fields=tuple(fields), support=tuple(support), constraints=tuple(constraints),
         formula=formula, special_cases=tuple(data.get("special_cases", [])), unspecified=tuple(unspecified),
         comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
