@@ -97,7 +97,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         options: dict = {"specs": specs}
         if name == "directml":
             options.update(dll=args.directml_dll, adapter=args.directml_adapter, warp=args.directml_warp,
-                           debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags)
+                           debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags,
+                           vulkan=args.directml_vulkan, stack=args.directml_stack)
         try:
             backend = load_backend(name, **options)
         except ValueError as exc:
@@ -203,10 +204,11 @@ def _records(reports: Path):
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from harness.report.matrix import build_matrix, write_matrix
+    from harness.report.matrix import build_matrix, liberty_totals, write_matrix
     reports = _reports_dir(args)
-    cells = build_matrix(_records(reports), _load(args))
-    paths = write_matrix(cells, reports)
+    records = _records(reports)
+    cells = build_matrix(records, _load(args))
+    paths = write_matrix(cells, reports, liberty_totals(records))
     print(f"matrix: {len(cells)} cells -> {paths['html']}, {paths['md']}, {paths['json']}")
     return EXIT_OK
 
@@ -214,10 +216,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import time
     from harness.report.html import generate_report, report_summary
-    from harness.report.matrix import build_matrix, write_matrix
+    from harness.report.matrix import build_matrix, liberty_totals, write_matrix
     reports = _reports_dir(args)
     start = time.perf_counter()
-    write_matrix(build_matrix(_records(reports), _load(args)), reports)
+    records = _records(reports)
+    write_matrix(build_matrix(records, _load(args)), reports, liberty_totals(records))
     try:
         index = generate_report(reports / "allure-results", reports / "allure-report", reports / "history.jsonl")
     except (FileNotFoundError, RuntimeError) as exc:
@@ -268,6 +271,28 @@ def cmd_spec_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_directml(args: argparse.Namespace) -> int:
+    """`dmlconform directml pack OUT.tar.xz` / `unpack ARCHIVE DIR` (backends/directml/pack.py)."""
+    try:
+        from backends.directml.pack import run
+    except ImportError as exc:  # an installation without the DirectML backend
+        raise UsageError(f"the DirectML backend is not installed ({exc})") from None
+    return run(args)
+
+
+def _directml_arguments(parser: argparse.ArgumentParser) -> None:
+    """pack/unpack (defined here, so that building the parser imports no backend)."""
+    sub = parser.add_subparsers(dest="directml_command", required=True)
+    p = sub.add_parser("pack", help="write a relocatable archive of the set-up DirectML stack (Wine, Xvfb, libraries, prefix, runner, DLLs)")
+    p.add_argument("archive", help="output file, e.g. stack.tar.xz")
+    p.add_argument("--stack", default=None, help="the set-up stack to pack (default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
+    p.add_argument("--with-llvm", action="store_true", help="bundle lavapipe's LLVM too (about +40 MiB xz; for CPU-only targets without Debian 12's LLVM 15)")
+    p.add_argument("--xz-preset", type=int, default=6, choices=range(0, 10), metavar="0-9", help="xz compression preset (default 6)")
+    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR")
+    u.add_argument("archive")
+    u.add_argument("dir")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlconform", description="DirectML operator conformance harness")
     parser.add_argument("--specs-dir", default=str(DEFAULT_SPECS_DIR), help="directory of operator specs (default: %(default)s)")
@@ -300,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--directml-warp", action="store_true", help="the WARP software adapter (Windows)")
     replay.add_argument("--directml-debug-layer", action="store_true", help="the DirectML debug layer")
     replay.add_argument("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
+    replay.add_argument("--directml-vulkan", default=None, help="auto (default), lavapipe, or a Vulkan ICD json path")
+    replay.add_argument("--directml-stack", default=None, help="an unpacked portable DirectML stack")
     replay.set_defaults(func=cmd_replay)
 
     run = sub.add_parser("run", help="the conformance run (pytest suite) with reports; extra args go to pytest")
@@ -313,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
     run.set_defaults(func=cmd_run)
+
+    directml = sub.add_parser("directml", help="the portable DirectML stack: pack the set-up one into an archive, unpack one")
+    directml.set_defaults(func=cmd_directml)
+    _directml_arguments(directml)
 
     reports_default = "reports"
     for name, func, text in [("matrix", cmd_matrix, "write the conformance matrix (HTML, Markdown, JSON) from a run's results"),

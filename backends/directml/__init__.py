@@ -1,7 +1,9 @@
 """The DirectML backend: the real DirectML.dll through the native runner (runner.c).
 
 On Windows the runner runs natively on the default adapter (or WARP); on Linux it runs under Wine,
-whose Direct3D 12 is vkd3d on Mesa's lavapipe, set up by scripts/setup_directml.sh. One runner
+whose Direct3D 12 is vkd3d on a Vulkan driver (`vulkan`: auto, lavapipe or an ICD json; vulkan.py),
+from the stack set up by scripts/setup_directml.sh or an unpacked portable one (`stack`; stack.py,
+pack.py). One runner
 process per backend instance (so one per pytest-xdist worker); a crash, hang or removed device
 fails that case as `crashed` with the runner's last words, and the next case starts a new runner.
 """
@@ -20,14 +22,16 @@ from harness.model.wellformed import CaseFormatError, check_case
 
 from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
 from backends.directml.process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
+from backends.directml.stack import Stack, default_stack_dir
+from backends.directml.vulkan import VulkanDriver, resolve_vulkan
 
 EXEC_FLAGS = {"ALLOW_HALF_PRECISION_COMPUTATION": 0x1, "DISABLE_META_COMMANDS": 0x2}
 JSON_EXACT_INTEGER = 2**53  # the runner's JSON reader holds numbers as doubles
 MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend stops trying
 
 
-def runner_path() -> Path:
-    return STACK_DIR / "dmlrunner.exe"
+def runner_path(stack: Path | None = None) -> Path:
+    return Path(stack or default_stack_dir()) / "dmlrunner.exe"
 
 
 class DirectMLBackend:
@@ -35,8 +39,13 @@ class DirectMLBackend:
     expectations_dir = Path(__file__).resolve().parent.parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
-                 debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = 60.0, **_: Any) -> None:
+                 debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = 60.0,
+                 vulkan: str | None = None, stack: str | Path | None = None, **_: Any) -> None:
         self.specs = specs or load_specs()
+        self.vulkan_choice = vulkan  # None: auto
+        self.stack_arg = str(stack) if stack else None  # None: DMLCONFORM_DIRECTML_STACK or .cache/directml
+        self.stack = Stack(Path(stack).resolve() if stack else default_stack_dir())
+        self._vulkan: VulkanDriver | None = None
         self.dll_name = dll
         self.adapter, self.warp, self.debug_layer = adapter, warp, debug_layer
         if isinstance(exec_flags, str):
@@ -55,21 +64,39 @@ class DirectMLBackend:
         self._gave_up: str | None = None  # why the runner is not started again
 
     # --- availability ------------------------------------------------------------------------
+    def vulkan(self) -> VulkanDriver | None:
+        """The Vulkan driver the runner is given (None on Windows, where D3D12 is native)."""
+        if self._vulkan is None and sys.platform != "win32":
+            self._vulkan = resolve_vulkan(self.vulkan_choice, self.stack.lavapipe_icd)
+        return self._vulkan
+
     def _config(self) -> RunnerConfig:
         if self._dll is None:
-            self._dll = resolve(self.dll_name)
-        return RunnerConfig(runner_path(), self._dll, self.adapter, self.warp, self.debug_layer)
+            self._dll = resolve(self.dll_name, self.stack.dll_dir)
+        return RunnerConfig(self.stack.runner, self._dll, self.adapter, self.warp, self.debug_layer,
+                            stack=self.stack, vulkan=self.vulkan())
 
     def available(self) -> tuple[bool, str]:
         if self._unavailable is not None:
             return False, self._unavailable
-        if not runner_path().exists():
-            self._unavailable = "the runner is not built: run scripts/setup_directml.sh (Debian: installs Wine, lavapipe, DirectML.dll)"
+        if not self.stack.runner.exists():
+            self._unavailable = (f"the runner is not built ({self.stack.runner}): run scripts/setup_directml.sh "
+                                 "(Debian: installs Wine, lavapipe, DirectML.dll) or give --directml-stack DIR")
+            return False, self._unavailable
+        missing = self.stack.missing() if sys.platform != "win32" else None
+        if missing is None and sys.platform != "win32":
+            try:
+                missing = self.stack.lavapipe_problem(self.vulkan())
+            except ValueError as exc:  # a --directml-vulkan naming nothing usable
+                missing = str(exc)
+        if missing:
+            self._unavailable = missing
             return False, self._unavailable
         try:
             self._ensure()
-        except (RunnerDied, FileNotFoundError, ValueError, OSError) as exc:
+        except (RunnerDied, FileNotFoundError, ValueError, OSError) as exc:  # VulkanChoiceError is a ValueError
             self._unavailable = f"the DirectML stack does not start here: {exc}"
+            self.close()  # an unavailable backend is never used, nor closed by its caller: stop our Xvfb now
             return False, self._unavailable
         return True, ""
 
@@ -108,6 +135,12 @@ class DirectMLBackend:
         if self.exec_flags:
             names = [name for name, bit in EXEC_FLAGS.items() if self.exec_flags & bit]
             args += ["--directml-exec-flags", "|".join(names)]
+        if self.vulkan_choice and self.vulkan_choice != "auto":
+            args += ["--directml-vulkan", self.vulkan_choice]  # auto may pick another device elsewhere: name what ran
+        elif self._vulkan is not None and self._vulkan.kind == "hardware":
+            args += ["--directml-vulkan", str(self._vulkan.icd)]
+        if self.stack_arg:
+            args += ["--directml-stack", self.stack_arg]
         return args
 
     def info(self) -> dict:
@@ -119,7 +152,9 @@ class DirectMLBackend:
 
     def version(self) -> str:
         info = self.info()
-        return (f"DirectML {dll_file_version(self._dll)} ({self._dll}) on {info.get('adapter')}, "
+        vulkan = self.vulkan()
+        through = f" (Vulkan: {vulkan.kind}, {vulkan.icd})" if vulkan is not None else ""
+        return (f"DirectML {dll_file_version(self._dll)} ({self._dll}) on {info.get('adapter')}{through}, "
                 f"max FL {self.max_level()}, exec flags 0x{self.exec_flags:x}")
 
     def max_level(self) -> str:
@@ -140,9 +175,15 @@ class DirectMLBackend:
                             notes=["in-place binding rules are checked only by the DirectML debug layer"])
 
     def close(self) -> None:
+        """The backend is done: stop the runner and its session's Xvfb."""
+        if self._process is not None:
+            getattr(self._process, "close", self._process.stop)()
+            self._process = None
+
+    def _drop_runner(self) -> None:
+        """After a crash: stop the runner only; the next case starts a new one in the same session."""
         if self._process is not None:
             self._process.stop()
-            self._process = None
 
     # --- running ----------------------------------------------------------------------------
     def _unrepresentable(self, case: Case) -> str | None:
@@ -218,7 +259,7 @@ class DirectMLBackend:
             process = self._ensure()
             reply, outs = process.request(header, buffers, self.timeout)
         except RunnerDied as exc:
-            self.close()  # the next case starts a new runner (unless it could not be restarted)
+            self._drop_runner()  # the next case starts a new runner (unless it could not be restarted)
             return Crashed(str(exc))
         status = reply.get("status")
         if status == "ok":  # one buffer per present output, in field order
@@ -230,7 +271,7 @@ class DirectMLBackend:
             return Outputs({})
         if status == "device_removed":
             words = self._process.last_words() if self._process else ""
-            self.close()
+            self._drop_runner()
             return Crashed(f"device removed at {reply.get('stage')} (hr {reply.get('hr')}); runner restarted{'; ' + words if words else ''}")
         return Crashed(f"runner error at {reply.get('stage')}: hr {reply.get('hr')}")
 

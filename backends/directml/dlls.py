@@ -57,8 +57,9 @@ def fetch(wheel_version: str, dest: Path = CACHE) -> Path:
     return out
 
 
-def resolve(name: str | None) -> Path:
-    """A DLL path from a path, a DirectML version or a wheel version (default: the pinned newest)."""
+def resolve(name: str | None, dll_dir: Path | None = None) -> Path:
+    """A DLL path from a path, a DirectML version or a wheel version (default: the pinned newest),
+    looked up in `dll_dir` (a stack's dll/; default: the default stack's), fetched there if missing."""
     versions = known_versions()
     if name is None:
         name = versions[0]["wheel"]
@@ -69,7 +70,7 @@ def resolve(name: str | None) -> Path:
         return path.resolve()
     for v in versions:
         if name in (v["wheel"], v["directml"]):
-            return fetch(v["wheel"])
+            return fetch(v["wheel"], dll_dir or CACHE)
     allowed = ", ".join(f"{v['directml']} (wheel {v['wheel']})" for v in versions)
     raise ValueError(f"unknown DirectML version {name!r}; give a path to DirectML.dll or one of: {allowed}")
 

@@ -1,6 +1,10 @@
 """The runner process: start it (natively on Windows, under Wine + Xvfb elsewhere), exchange frames,
 and notice crashes, hangs and removed devices.
 
+Under Wine the runner is started by the stack's loader (wine64) in its own process group, inside a
+WineSession (session.py: our Xvfb, a persistent wineserver and Wine's boot processes, detached),
+so that only the runner holds its stdout and a crash is seen at once.
+
 Frames: u32 magic 'DMLR', u32 JSON length, u32 buffer count, JSON, then per buffer u32 length + bytes.
 A reader thread turns stdout into frames and a second one keeps the last lines of stderr (the
 runner's and Wine's last words), so a timeout never blocks the harness.
@@ -16,13 +20,17 @@ import struct
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from .session import WineSession
+from .stack import Stack, default_stack_dir
+from .vulkan import VulkanDriver, resolve_vulkan
 
 MAGIC = 0x524C4D44
 ROOT = Path(__file__).resolve().parents[2]
 # the stack set up by scripts/setup_directml.sh; DMLCONFORM_DIRECTML_STACK names another (an unpacked copy)
-STACK_DIR = Path(os.environ.get("DMLCONFORM_DIRECTML_STACK") or ROOT / ".cache" / "directml")
+STACK_DIR = default_stack_dir()
 
 
 class RunnerDied(Exception):
@@ -42,21 +50,19 @@ class RunnerConfig:
     warp: bool = False
     debug_layer: bool = False
     startup_timeout: float = 180.0
+    stack: Stack | None = None  # None: the default stack (Linux)
+    vulkan: VulkanDriver | None = None  # None: resolved from `auto`
+    # WINEDEBUG: -all, unless DMLCONFORM_WINEDEBUG asks for channels (e.g. err+all,+vulkan,+d3d12 to
+    # see why a device does not start); a pack traces module loads with +loaddll
+    wine_debug: str = field(default_factory=lambda: os.environ.get("DMLCONFORM_WINEDEBUG") or "-all")
+    stderr_log: Path | None = None  # also append the runner's and Wine's stderr here
 
 
-def wine_environment() -> dict[str, str]:
-    """Environment for Wine + vkd3d + the project-local lavapipe (set up by scripts/setup_directml.sh)."""
-    env = dict(os.environ)
-    mesa = STACK_DIR / "mesa" / "usr" / "lib" / "x86_64-linux-gnu"
-    env.update({
-        "WINEPREFIX": str(STACK_DIR / "wineprefix"),
-        "WINEDEBUG": "-all",
-        "WINEDLLOVERRIDES": "winedbg.exe=d",  # a crash ends the process instead of starting Wine's debugger
-        "VK_ICD_FILENAMES": str(STACK_DIR / "lvp_icd.json"),
-        "LD_LIBRARY_PATH": str(mesa) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else ""),
-        "HOME": str(STACK_DIR / "home"),
-    })
-    return env
+def wine_environment(stack: Stack | None = None, vulkan: VulkanDriver | None = None, display: str | None = None) -> dict[str, str]:
+    """Environment for Wine + vkd3d + a Vulkan driver (default: the stack's own lavapipe)."""
+    stack = stack or Stack(default_stack_dir())
+    vulkan = vulkan or resolve_vulkan("lavapipe", stack.lavapipe_icd)
+    return stack.environment(vulkan, display)
 
 
 def to_windows_path(path: Path) -> str:
@@ -70,6 +76,7 @@ class RunnerProcess:
         self._frames: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self.starts = 0
+        self.session: WineSession | None = None  # Xvfb + wineserver + boot processes (not on Windows)
 
     # --- life cycle ---------------------------------------------------------------------------
     def command(self) -> list[str]:
@@ -81,13 +88,28 @@ class RunnerProcess:
             args.append("--debug-layer")
         if sys.platform == "win32":
             return [str(c.runner)] + args
-        return ["xvfb-run", "-a", "wine", str(c.runner)] + args
+        return [str(self._stack().wine_loader() or "wine"), str(c.runner)] + args
+
+    def _stack(self) -> Stack:
+        return self.config.stack or Stack(default_stack_dir())
+
+    def _wine_session(self) -> dict[str, str]:
+        """The runner's environment, with Xvfb, the wineserver and the boot processes running
+        (started detached on first use; see session.py)."""
+        if self.session is None:
+            stack = self._stack()
+            vulkan = self.config.vulkan or resolve_vulkan("auto", stack.lavapipe_icd)
+            self.session = WineSession(stack, vulkan, self.config.wine_debug, self.config.stderr_log)
+        return self.session.ensure(self.config.startup_timeout)
 
     def start(self) -> dict:
         self.stop()
         self._frames = queue.Queue()
         self._stderr.clear()
-        env = None if sys.platform == "win32" else wine_environment()
+        try:
+            env = None if sys.platform == "win32" else self._wine_session()
+        except (OSError, RuntimeError) as exc:
+            raise RunnerDied(f"the Wine session did not start: {exc}") from None
         kwargs = {"start_new_session": True} if sys.platform != "win32" else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=env, **kwargs)
@@ -108,18 +130,27 @@ class RunnerProcess:
                 if sys.platform == "win32":
                     proc.kill()
                 else:
-                    os.killpg(proc.pid, signal.SIGKILL)  # xvfb-run, Xvfb, wine and the runner
+                    os.killpg(proc.pid, signal.SIGKILL)  # the runner (its own process group; Xvfb and Wine's services stay)
         except (ProcessLookupError, PermissionError, OSError):
             pass
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+        # stdout and stderr belong to their reader threads, which close them at EOF: closing a
+        # stream here would wait for the thread's read, i.e. for every process that inherited the
+        # pipe (Wine's debugger launch after a crash holds stderr for about a second)
+
+    def close(self) -> None:
+        """Stop the runner and the session's Xvfb (the backend is done)."""
+        self.stop()
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
 
     @property
     def alive(self) -> bool:
@@ -154,12 +185,30 @@ class RunnerProcess:
                 frames.put(("frame", (header, buffers)))
         except (EOFError, OSError, ValueError, struct.error) as exc:
             frames.put(("eof", str(exc)))
+        finally:
+            self._close_quietly(proc.stdout)
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
         try:
-            for raw in iter(proc.stderr.readline, b""):
-                self._stderr.append(raw.decode("utf-8", "replace").rstrip())
-        except (ValueError, OSError):  # the stream was closed by stop(): the process is gone
+            log = open(self.config.stderr_log, "ab") if self.config.stderr_log else None
+            try:
+                for raw in iter(proc.stderr.readline, b""):
+                    self._stderr.append(raw.decode("utf-8", "replace").rstrip())
+                    if log is not None:
+                        log.write(raw)
+            finally:
+                if log is not None:
+                    log.close()
+        except (ValueError, OSError):  # the stream was closed: the process is gone
+            pass
+        finally:
+            self._close_quietly(proc.stderr)
+
+    @staticmethod
+    def _close_quietly(stream) -> None:
+        try:
+            stream.close()
+        except (OSError, ValueError):
             pass
 
     def _receive(self, timeout: float) -> tuple[dict, list[bytes]]:

@@ -49,7 +49,8 @@ class DiffResult:
     mismatch_count: int = 0
     unspecified_count: int = 0
     tie_count: int = 0
-    flushed_count: int = 0
+    legal_count: int = 0       # elements accepted only under the precision model
+    liberties: dict[str, int] = field(default_factory=dict)  # liberty name -> elements that needed it
     first: list[ElementReport] = field(default_factory=list)
     # ULP distance of every element, flat (float outputs that failed or diverged; None otherwise)
     ulp_errors: np.ndarray | None = None
@@ -202,34 +203,55 @@ def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | Non
 def _settle_differences(comparison: Comparison, expected: Expected, name: str, out_type: DataType,
                         want: np.ndarray, got: np.ndarray,
                         index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Masks over `index` (flushed, ties, unspecified, bad): the rules, fp32 flushes, ties, unspecified regions."""
+    """Masks over `index` (legal, ties, unspecified, bad) and the liberty tags of the legal ones:
+    the spec's comparison first, then the precision model, then rounding ties, then the
+    unspecified regions (exact, or reached through a liberty)."""
     want_d, got_d = want.reshape(-1)[index], got.reshape(-1)[index]
     def atol_at(positions: np.ndarray) -> np.ndarray | None:
         return expected.atol(name, index[positions])
 
     ok = _accepted(comparison, want_d, got_d, atol_at)
-    flushed = np.zeros(index.shape, dtype=bool)
+    legal = np.zeros(index.shape, dtype=bool)
+    tags = np.zeros(index.shape, dtype=np.uint16)
     ties = np.zeros(index.shape, dtype=bool)
     unspecified_d = np.zeros(index.shape, dtype=bool)
     if not ok.all():
-        alternative = None
-        if comparison.flush_denormals and expected.flush_matters(name, index[~ok]):
-            alternative = expected.flushed(name)
-        if alternative is not None:
-            alt_d = alternative.reshape(-1)[index]
-            alt_ok = _bits(alt_d) == _bits(got_d)
-            alt_ok |= _accepted(comparison, alt_d, got_d, atol_at)
-            flushed = ~ok & alt_ok
-            ok = ok | alt_ok
+        rest = np.flatnonzero(~ok)
+        judged = expected.legal(name, index[rest], got_d[rest])
+        if judged is not None:
+            accepted, needed = judged
+            legal[rest[accepted]] = True
+            tags[rest[accepted]] = needed[accepted]
+            ok = ok | legal
         tie_mask = expected.ties(name, index)
         if tie_mask is not None and out_type.kind != "float":
             near = np.abs(got_d.astype(np.int64) - want_d.astype(np.int64)) <= 1
             ties = ~ok & tie_mask & near
-        if not ok.all():
+        if not (ok | ties).all():
             unspecified_d = expected.unspecified(name, index)
+            rest = np.flatnonzero(~ok & ~ties & ~unspecified_d)
+            if rest.size:
+                reached, reasons = expected.legal_unspecified(name, index[rest])
+                unspecified_d[rest[reached]] = True
+                if reached.any():
+                    expected.unspecified_reasons.setdefault(name, [])
+                    expected.unspecified_reasons[name] += [r for r in reasons if r not in expected.unspecified_reasons[name]]
     unspecified_d = ~ok & ~ties & unspecified_d
     bad_d = ~ok & ~ties & ~unspecified_d
-    return flushed, ties, unspecified_d, bad_d
+    return (legal, tags), ties, unspecified_d, bad_d
+
+
+def liberty_counts(expected: Expected, tags: np.ndarray) -> dict[str, int]:
+    """How many elements needed each liberty (an element accepted with no tag needed only the
+    per-operation rounding the model allows)."""
+    model = expected.spec.catalog.arithmetic
+    counts: dict[str, int] = {}
+    values, numbers = np.unique(tags, return_counts=True)
+    for value, number in zip(values, numbers):
+        names = model.names(int(value)) or [model.liberty_names["rounding"]]
+        for liberty in names:
+            counts[liberty] = counts.get(liberty, 0) + int(number)
+    return counts
 
 
 def _report_rows(expected: Expected, want: np.ndarray, got: np.ndarray, ulps: np.ndarray | None,
@@ -254,8 +276,9 @@ def _set_verdict(result: DiffResult, comparison: Comparison, out_type: DataType,
     """Set `result`'s status and summary from its counts and the masks of bad, unspecified and tie elements."""
     name = result.output
     notes = []
-    if result.flushed_count:
-        notes.append(f"{result.flushed_count} element(s) accepted as fp32 denormal flushes")
+    if result.legal_count:
+        taken = ", ".join(f"{liberty} x{count}" for liberty, count in sorted(result.liberties.items()))
+        notes.append(f"{result.legal_count} element(s) legal under the D3D precision model ({taken})")
     if bad_d.any():
         result.status = MISMATCH
         result.summary = (f"{result.mismatch_count} of {result.elements} elements of {name} ({out_type.name}) differ "
@@ -292,21 +315,23 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
         return DiffResult(PASS, f"{compared} elements of {name} ({out_type.name}) match", name, out_type.name,
                           elements=compared, expected=expected)
 
-    flushed, ties, unspecified_d, bad_d = _settle_differences(comparison, expected, name, out_type, want, got, index)
+    (legal, tags), ties, unspecified_d, bad_d = _settle_differences(comparison, expected, name, out_type, want, got, index)
     settled = not (bad_d.any() or unspecified_d.any() or ties.any())
     bad = None
     if bad_d.any():  # for the expectations, which match explained divergences element by element
         bad = np.zeros(want.shape, dtype=bool)
         bad.reshape(-1)[index[bad_d]] = True
     ulps = None
-    if want.dtype.kind == "f" and not settled:  # for the ULP picture attached to failures and divergences
+    if want.dtype.kind == "f" and (not settled or legal.any()):  # for the ULP picture attached to failures and divergences
         with np.errstate(invalid="ignore"):
             ulps = np.where(np.isnan(want) | np.isnan(got), 0, ulp_distance(want, got)).reshape(-1)
     result = DiffResult(PASS, "", name, out_type.name, elements=int(want.size), mismatch_count=int(bad_d.sum()),
-                        unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), flushed_count=int(flushed.sum()),
+                        unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), legal_count=int(legal.sum()),
+                        liberties=liberty_counts(expected, tags[legal]) if legal.any() else {},
                         ulp_errors=ulps, unspecified_reasons=list(expected.unspecified_reasons.get(name, [])),
                         bad_mask=bad, expected=expected)
-    result.first = _report_rows(expected, want, got, ulps, index[bad_d] if bad_d.any() else index[unspecified_d | ties])
+    shown = index[bad_d] if bad_d.any() else (index[unspecified_d | ties] if (unspecified_d | ties).any() else index[legal])
+    result.first = _report_rows(expected, want, got, ulps, shown)
     _set_verdict(result, comparison, out_type, bad_d, unspecified_d, ties)
     return result
 

@@ -4,7 +4,8 @@
 formula is evaluated in float64 (integers in int64/uint64), and elements whose float64 result lies
 exactly on a rounding midpoint of the output type are re-evaluated with exact fractions.
 `expected_for` adds what the diff needs: where the docs leave the result unspecified, the rounding
-ties, the absolute slack of the comparison, and the result with fp32 denormals flushed.
+ties, the absolute slack of the comparison, and the results a conforming D3D device may return
+(the precision model, `harness.reference.legal`).
 """
 from __future__ import annotations
 
@@ -26,11 +27,14 @@ from harness.spec.operator import OperatorSpec
 
 
 
+LEGAL_BLOCK = 1 << 20  # elements per evaluation of the precision model
+
+
 class Expected:
     """The reference result of one case, with what the comparison needs computed on demand.
 
     The outputs are computed at once; the unspecified masks, tie masks, absolute slack and the
-    fp32-denormal-flushed alternative are computed only when a backend's output differs from the
+    precision model's legal results are computed only when a backend's output differs from the
     reference bit for bit (the common passing case never pays for them), and then only for the
     elements that differ (`flat_index`).
     """
@@ -43,6 +47,7 @@ class Expected:
         self._ctx = ctx
         self._cache: dict[str, dict[str, np.ndarray]] = {}
         self.unspecified_reasons: dict[str, list[str]] = {}
+        self.legal_note: str | None = None  # why the precision model could not judge this case
 
     def _shape(self, name: str) -> tuple[int, ...]:
         return self.outputs[name].shape
@@ -102,30 +107,82 @@ class Expected:
     def atol(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
         return self._comparison_array(name, "atol", np.float64, flat_index)
 
-    def flush_matters(self, name: str, flat_index: np.ndarray) -> bool:
-        """Whether flushing fp32 denormals could change any of these elements: only if one of
-        their FLOAT32 inputs, or their FLOAT32 reference output, is a denormal."""
-        ctx = self._subset_context(name, flat_index)
-        arrays = [ctx.variables[var] for var, tensor in self.spec.formula.inputs.items()
-                  if (desc := self.case.descriptor.tensors.get(tensor)) is not None and desc.data_type == "FLOAT32"]
-        if self._out_type(name) == "FLOAT32":
-            arrays.append(self.outputs[name].reshape(-1)[flat_index])
-        for values in arrays:
-            values = np.asarray(values)
-            if is_f32_denormal(values).any():
-                return True
-        return False
-
-    def flushed(self, name: str) -> np.ndarray | None:
-        """The result with fp32 denormal inputs (and outputs) flushed, where the spec accepts that."""
-        if not self.spec.comparison_for(self._out_type(name)).flush_denormals:
+    # --- the precision model (harness.reference.legal) -------------------------------------------
+    def _legal_inputs(self, name: str, flat_index: np.ndarray):
+        """Operands, context and tensor types for the model evaluator, at `flat_index`; None when the
+        formula works on raw bits or reads no float tensor (then exact is the only legal result)."""
+        from harness.reference.legal import Operand, compute_types
+        spec, descriptor = self.spec, self.case.descriptor
+        if spec.formula.operands == "raw_bits":
             return None
-        if "flushed" not in self._cache.setdefault(name, {}):
-            flushed, _, _ = compute_outputs(self.spec, self.case.descriptor, self.case.inputs, flush=True)
-            if flushed.dtype == np.float32:
-                flushed = flush_f32_denormals(flushed.astype(np.float64)).astype(np.float32)
-            self._cache[name]["flushed"] = flushed
-        return self._cache[name]["flushed"]
+        tensor_types = [t.data_type for t in descriptor.tensors.values() if t is not None]
+        if not compute_types(spec.catalog.arithmetic, tensor_types):
+            return None
+        ctx = self._subset_context(name, flat_index)
+        operands: dict[str, Operand] = {}
+        for var, value in ctx.variables.items():
+            tensor = spec.formula.inputs.get(var)
+            if tensor is not None and descriptor.tensors.get(tensor) is not None:
+                operands[var] = Operand(np.asarray(value), "input", descriptor.tensors[tensor].data_type)
+            elif var in spec.formula.attributes:
+                is_float_field = spec.field(var).c_type == "FLOAT"
+                operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_field else None)
+            else:
+                operands[var] = Operand(np.asarray(value), "constant", None)
+        return operands, ctx, tensor_types
+
+    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray):
+        """Which of the backend's values at `flat_index` a conforming device may return, and the
+        liberty tags each needed; None where the model does not apply (see `_legal_inputs`) or
+        has no rule for the formula (`legal_note` then says why). Evaluated in blocks of
+        LEGAL_BLOCK elements, so that a sweep whose every element differs (a GPU flushing all 2^23
+        fp32 denormals of a chunk) stays within a few hundred MB."""
+        if flat_index.size > LEGAL_BLOCK:
+            blocks = [self.legal(name, flat_index[i:i + LEGAL_BLOCK], np.asarray(actual)[i:i + LEGAL_BLOCK])
+                      for i in range(0, flat_index.size, LEGAL_BLOCK)]
+            if any(b is None for b in blocks):
+                return None
+            return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
+        from harness.reference.legal import ModelUnsupported, contains, legal_values
+        inputs = self._legal_inputs(name, flat_index)
+        if inputs is None:
+            return None
+        operands, ctx, tensor_types = inputs
+        try:
+            parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands,
+                                 int(flat_index.size), ctx, self._out_type(name), tensor_types)
+        except ModelUnsupported as exc:
+            self.legal_note = str(exc)
+            return None
+        with np.errstate(invalid="ignore"):
+            actual64 = np.asarray(actual).astype(np.float64)
+        return contains(parts, actual64)
+
+    def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Where an `unspecified` rule may hold on some legal evaluation (a liberty can turn a defined
+        element into an unspecified one: a flushed denormal times INF is NaN), with the reasons."""
+        from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
+        mask = np.zeros(flat_index.shape, dtype=bool)
+        reasons: list[str] = []
+        inputs = self._legal_inputs(name, flat_index)
+        if inputs is None:
+            return mask, reasons
+        operands, ctx, tensor_types = inputs
+        model = self.spec.catalog.arithmetic
+        for rule in self.spec.unspecified:
+            if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
+                continue
+            try:
+                parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
+                                     tensor_types, convert_output=False)
+            except ModelUnsupported:
+                continue
+            hit, tags = may_be_true(parts)
+            if hit.any():
+                needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))})
+                reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+                mask |= hit
+        return mask, reasons
 
 
 def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.ndarray:
@@ -137,15 +194,7 @@ def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.n
     return raw.astype(np.uint64 if dtype.kind == "unsigned" and dtype.bits == 64 else np.int64)
 
 
-def flush_f32_denormals(values: np.ndarray) -> np.ndarray:
-    """fp32 denormals replaced by a zero of the same sign (what D3D hardware may do)."""
-    if values.dtype.kind != "f":
-        return values
-    denormal = is_f32_denormal(values)
-    return np.where(denormal, np.copysign(0.0, values), values)
-
-
-def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes], flush: bool = False) -> dict[str, np.ndarray]:
+def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:
     """The formula's input variables as arrays (raw bits or values), absent inputs as their stated constant."""
     catalog = spec.catalog
     variables: dict[str, np.ndarray] = {}
@@ -158,11 +207,8 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
         if spec.formula.operands == "raw_bits":
             variables[var] = read_logical(inputs[tensor], desc, dtype.bits_numpy)
         else:
-            native = spec.formula.expression.exact_in_any_precision and not (flush and dtype.name == "FLOAT32")
-            values = _value_array(read_logical(inputs[tensor], desc, dtype.numpy), dtype, native)
-            if flush and dtype.name == "FLOAT32":
-                values = flush_f32_denormals(values)
-            variables[var] = values
+            native = spec.formula.expression.exact_in_any_precision
+            variables[var] = _value_array(read_logical(inputs[tensor], desc, dtype.numpy), dtype, native)
     variables.update(attribute_values(spec, descriptor.attributes))
     return variables
 
@@ -206,17 +252,16 @@ def _round_fraction(q: Fraction, out: np.dtype) -> np.generic:
     return min(finite, key=key) if finite else guess
 
 
-def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes],
-                    flush: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
+def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
     """The formula's result in the output data type (logical shape), the bound variables, and the context."""
     catalog = spec.catalog
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
     out_type = catalog.dtype(out_desc.data_type)
-    variables = bind_inputs(spec, descriptor, inputs, flush=flush)
+    variables = bind_inputs(spec, descriptor, inputs)
     ctx = _context(spec, descriptor, variables)
     formula_ctx = ctx
-    if spec.formula.expression.exact_in_any_precision and not flush:
+    if spec.formula.expression.exact_in_any_precision:
         # operands are native (bind_inputs): selected literals may take the output's own type
         literal = out_type.bits_numpy if spec.formula.operands == "raw_bits" else out_type.numpy
         formula_ctx = replace(ctx, literal_dtype=literal)

@@ -123,6 +123,14 @@ def attach_outcome(outcome, spec, case) -> None:
         allure.attach(png, name="ULP error distribution", attachment_type=t.PNG)
 
 
+def attach_liberties(outcome) -> None:
+    """On a pass that needed liberties of the precision model: which, and the elements that took them."""
+    allure = _allure()
+    if allure is None:
+        return
+    allure.attach(outcome.message, name="liberties taken (D3D precision model)", attachment_type=allure.attachment_type.TEXT)
+
+
 def write_run_files(alluredir: Path, environment: dict[str, str]) -> None:
     """environment.properties and categories.json of the run."""
     alluredir.mkdir(parents=True, exist_ok=True)

@@ -71,11 +71,23 @@ def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
     return cells
 
 
-def matrix_json(cells: list[Cell]) -> dict:
+def liberty_totals(records: list[CaseRecord]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per backend, per precision-model liberty: how many cases and result elements needed it
+    (what a vendor reads to see which D3D liberties a device takes)."""
+    totals: dict[str, dict[str, dict[str, int]]] = {}
+    for r in worst_per_case(records):
+        for liberty, elements in (r.liberties or {}).items():
+            entry = totals.setdefault(r.backend, {}).setdefault(liberty, {"cases": 0, "elements": 0})
+            entry["cases"] += 1
+            entry["elements"] += int(elements)
+    return totals
+
+
+def matrix_json(cells: list[Cell], liberties: dict | None = None) -> dict:
     totals: dict[str, int] = defaultdict(int)
     for c in cells:
         totals[c.state] += 1
-    return {"format": 1, "totals": dict(totals),
+    return {"format": 1, "totals": dict(totals), "liberties": liberties or {},
             "cells": [{"backend": c.backend, "operator": c.operator, "feature_level": c.level, "data_type": c.data_type,
                        "state": c.state, "counts": c.counts} for c in cells]}
 
@@ -147,12 +159,31 @@ def matrix_html(cells: list[Cell], title: str = "dmlconform conformance matrix")
     return "".join(parts)
 
 
-def write_matrix(cells: list[Cell], out_dir: Path) -> dict[str, Path]:
+def liberties_markdown(liberties: dict[str, dict[str, dict[str, int]]]) -> str:
+    """The liberties section: per backend, each D3D liberty its results needed (cases, elements)."""
+    out = ["", "## Liberties taken (D3D precision model)", ""]
+    if not liberties:
+        return "\n".join(out + ["No result needed a liberty of the precision model: every result equals the exact one.", ""])
+    out += ["| backend | liberty | cases | elements |", "|---|---|---|---|"]
+    for backend in sorted(liberties):
+        for liberty, n in sorted(liberties[backend].items()):
+            out.append(f"| {backend} | {liberty} | {n['cases']} | {n['elements']} |")
+    return "\n".join(out) + "\n"
+
+
+def write_matrix(cells: list[Cell], out_dir: Path, liberties: dict | None = None) -> dict[str, Path]:
+    """matrix.json, matrix.md and matrix.html of the cells (and the liberties each backend took)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "matrix.json", "md": out_dir / "matrix.md", "html": out_dir / "matrix.html"}
-    paths["json"].write_text(json.dumps(matrix_json(cells), indent=1, sort_keys=True))
-    paths["md"].write_text(matrix_markdown(cells))
-    paths["html"].write_text(matrix_html(cells))
+    paths["json"].write_text(json.dumps(matrix_json(cells, liberties), indent=1, sort_keys=True))
+    paths["md"].write_text(matrix_markdown(cells) + liberties_markdown(liberties or {}))
+    page = matrix_html(cells)
+    if liberties:
+        rows = "".join(f"<tr><td>{html.escape(b)}</td><td class='op'>{html.escape(lib)}</td><td>{n['cases']}</td><td>{n['elements']}</td></tr>"
+                       for b in sorted(liberties) for lib, n in sorted(liberties[b].items()))
+        page = page.replace("</body>", "<h2>Liberties taken (D3D precision model)</h2><table><tr><th>backend</th>"
+                            f"<th>liberty</th><th>cases</th><th>elements</th></tr>{rows}</table></body>")
+    paths["html"].write_text(page)
     return paths
 
 

@@ -116,7 +116,7 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
                         status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,
                         rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,
                         expectation=expectation, elements=diff.elements, mismatches=diff.mismatch_count,
-                        unspecified=diff.unspecified_count)
+                        unspecified=diff.unspecified_count, liberties=dict(diff.liberties))
     if writer is not None:
         writer.write(record)
     lines = [f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): {diff.render()}"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from harness.judge.status import Status, severity, status_tag
-from harness.report.allure import add_tags, attach_outcome, label_status, label_test
+from harness.report.allure import add_tags, attach_liberties, attach_outcome, label_status, label_test
 from harness.generate.cases import example_case
 from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
@@ -31,6 +31,7 @@ class _Tally:
         self.counts: dict[str, int] = {}
         self.unsupported_reason = ""
         self.notes: list[str] = []
+        self.liberty_examples = 0  # passes that needed a liberty, attached to the report (a few)
         self.tags: set[str] = set()
         self.failures: list = []
 
@@ -43,6 +44,8 @@ class _Tally:
         self.tags.update(outcome.record.tags)
         if outcome.status == UNSPECIFIED:
             self.tags.add(UNSPECIFIED)
+        for liberty in getattr(outcome.diff, "liberties", {}):  # a vendor filters the report by the liberties taken
+            self.tags.add(f"liberty: {liberty}")
         if outcome.status == UNSUPPORTED:
             self.unsupported_reason = outcome.diff.summary
         if outcome.status in (UNSPECIFIED, EXPECTED_DIVERGENCE) and len(self.notes) < 3:
@@ -84,6 +87,9 @@ def _run(request, backend_name, spec, case, kind, tally):
     tally.add(outcome)
     if (outcome.failed or outcome.status == EXPECTED_DIVERGENCE) and len(tally.failures) <= MAX_ATTACHED:
         attach_outcome(outcome, spec, case)
+    elif outcome.diff.legal_count and tally.liberty_examples < MAX_ATTACHED:
+        tally.liberty_examples += 1
+        attach_liberties(outcome)
     return outcome
 
 

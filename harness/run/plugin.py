@@ -64,6 +64,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--directml-warp", action="store_true", help="use the WARP software adapter (Windows)")
     group.addoption("--directml-debug-layer", action="store_true", help="create the DirectML device with the debug layer")
     group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
+    group.addoption("--directml-vulkan", default=None,
+                    help="Vulkan driver under Wine: auto (a hardware GPU's ICD if installed, else lavapipe; the default), lavapipe, or an ICD json path")
+    group.addoption("--directml-stack", default=None,
+                    help="an unpacked portable DirectML stack (`dmlconform directml unpack`; default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
 
 
 def _load_run_specs(config: pytest.Config):
@@ -152,7 +156,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if name == "directml":
             options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
-                           exec_flags=config.getoption("directml_exec_flags"))
+                           exec_flags=config.getoption("directml_exec_flags"),
+                           vulkan=config.getoption("directml_vulkan"), stack=config.getoption("directml_stack"))
         try:
             backend = load_backend(name, **options)
         except Exception as exc:  # noqa: BLE001 - reported as a skip reason
@@ -264,8 +269,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             info = backend.info()
             env["directml.dll"] = str(backend._dll)
             env["directml.adapter"] = str(info.get("adapter"))
+            vulkan = backend.vulkan() if hasattr(backend, "vulkan") else None
+            if vulkan is not None:
+                env["directml.vulkan"] = vulkan.describe()
             env["directml.exec_flags"] = hex(backend.exec_flags)
+    env.update(_liberty_environment(Path(config.getoption("reports_dir")) / "results"))
     write_run_files(Path(alluredir), env)
+
+
+def _liberty_environment(results_dir: Path) -> dict[str, str]:
+    """`liberties.<backend>` lines for the Allure environment: each precision-model liberty the
+    backend's results needed, with the cases and elements that needed it."""
+    from harness.report.matrix import liberty_totals
+    from harness.run.results import read_records
+    env = {}
+    for backend, taken in liberty_totals(list(read_records(results_dir))).items():
+        env[f"liberties.{backend}"] = "; ".join(f"{lib}: {n['cases']} cases, {n['elements']} elements"
+                                                for lib, n in sorted(taken.items()))
+    return env
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -29,6 +29,7 @@ class CaseRecord:
     elements: int = 0
     mismatches: int = 0
     unspecified: int = 0
+    liberties: dict[str, int] = field(default_factory=dict)  # precision-model liberty -> elements that needed it
 
 
 class ResultWriter:

@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 
+from harness.spec.arithmetic import ArithmeticModel, load_arithmetic
 from harness.spec.schema import DATA_TYPES_SCHEMA, FEATURE_LEVELS_SCHEMA
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
 
@@ -71,6 +72,7 @@ class Catalog:
 
     data_types: dict[str, DataType]
     levels: list[FeatureLevel]
+    arithmetic: ArithmeticModel
 
     def level(self, name: str) -> FeatureLevel:
         for level in self.levels:
@@ -110,7 +112,7 @@ def _schema_check(src: SourcedYaml, schema: dict) -> None:
 
 
 def load_catalog(specs_dir: Path) -> Catalog:
-    """Read `_data_types.yaml` and `_feature_levels.yaml`; raise SpecError on any problem."""
+    """Read `_data_types.yaml`, `_feature_levels.yaml` and `_arithmetic.yaml`; raise SpecError on any problem."""
     types_src = load_yaml(specs_dir / DATA_TYPES_FILE)
     _schema_check(types_src, DATA_TYPES_SCHEMA)
     levels_src = load_yaml(specs_dir / FEATURE_LEVELS_FILE)
@@ -141,7 +143,7 @@ def load_catalog(specs_dir: Path) -> Catalog:
                 raise types_src.error(("data_types", index, "numpy"), f"unknown NumPy dtype {raw['numpy']!r}") from None
         data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], raw["numpy"], raw["class"],
                                            raw.get("min"), raw.get("max"), raw["since"])
-    return Catalog(data_types=data_types, levels=levels)
+    return Catalog(data_types=data_types, levels=levels, arithmetic=load_arithmetic(specs_dir, _schema_check))
 
 
 __all__ = ["Catalog", "DataType", "FeatureLevel", "SpecError", "load_catalog"]

@@ -139,7 +139,6 @@ class Comparison:
     max_ulp: int = 0
     atol: Formula | None = None
     ties: Formula | None = None
-    flush_denormals: bool = False
     nan_payload: str = "ignore"
 
 
@@ -654,7 +653,7 @@ def _read_comparisons(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
         if raw["kind"] == "ulp" and "max_ulp" not in raw:
             raise src.error(path, "kind ulp needs max_ulp")
         comparison[key] = Comparison(raw["kind"], raw.get("max_ulp", 0), atol, ties,
-                                     raw.get("flush_denormals", False), raw.get("nan_payload", "ignore"))
+                                     raw.get("nan_payload", "ignore"))
     return comparison
 
 

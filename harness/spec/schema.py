@@ -40,7 +40,6 @@ _COMPARISON = {
         "max_ulp": {"type": "integer", "minimum": 0},
         "atol": _EXPR,
         "ties": _EXPR,
-        "flush_denormals": {"type": "boolean"},
         "nan_payload": {"enum": ["ignore", "exact"]},
     },
 }
@@ -200,4 +199,37 @@ FEATURE_LEVELS_SCHEMA: dict = {
     "properties": {"feature_levels": {"type": "array", "minItems": 1, "items": {
         "type": "object", "additionalProperties": False, "required": ["name", "enum", "directml"],
         "properties": {"name": _LEVEL, "enum": {"type": "integer"}, "directml": {"type": "string"}}}}},
+}
+
+_ROUNDING = {"enum": ["nearest", "faithful"]}
+_FLOAT_TYPE_NAME = {"enum": ["FLOAT16", "FLOAT32", "FLOAT64"]}
+
+ARITHMETIC_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["compute_in", "types", "conversion_to_compute", "liberties"],
+    "properties": {
+        "compute_in": {"type": "object", "minProperties": 1, "propertyNames": _FLOAT_TYPE_NAME,
+                       "additionalProperties": {"type": "array", "minItems": 1, "items": _FLOAT_TYPE_NAME}},
+        "types": {"type": "object", "minProperties": 1, "propertyNames": _FLOAT_TYPE_NAME, "additionalProperties": {
+            "type": "object", "additionalProperties": False,
+            "required": ["add_sub_mul", "division", "flush_denormals", "min_max_nan", "convert_from_wider", "source"],
+            "properties": {
+                "add_sub_mul": _ROUNDING,
+                "division": {"type": "object", "additionalProperties": False, "required": ["direct"], "properties": {
+                    "direct": _ROUNDING,
+                    "reciprocal": {"type": "object", "additionalProperties": False, "required": ["rcp", "multiply"],
+                                   "properties": {"rcp": _ROUNDING, "multiply": _ROUNDING}}}},
+                "flush_denormals": {"type": "boolean"},
+                "min_max_nan": {"enum": ["other_operand", "nan"]},
+                "convert_from_wider": _ROUNDING,
+                "source": {"type": "string"}}}},
+        "conversion_to_compute": _ROUNDING,
+        "liberties": {"type": "object", "additionalProperties": False,
+                      "required": ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
+                                   "fp32_attribute_flush", "fp32_result_flush", "min_max_nan"],
+                      "properties": {name: {"type": "string"} for name in
+                                     ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
+                                      "fp32_attribute_flush", "fp32_result_flush", "min_max_nan"]}},
+    },
 }

@@ -54,7 +54,5 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
             extra.append(f"+ {comp.atol.text}")
         if comp.ties:
             extra.append(f"either neighbour at ties ({comp.ties.text})")
-        if comp.flush_denormals:
-            extra.append("fp32 denormal flush accepted")
         lines.append(f"    {key}: {comp.kind}{' (' + '; '.join(extra) + ')' if extra else ''}")
     return "\n".join(lines)

@@ -48,9 +48,9 @@ def test_ulp_comparison_zero_signs_nan_and_inf():
     spec, case = hsig_case([0.1, -100.0, np.inf, np.nan, 1.0], Alpha=1.0, Beta=0.0)
     ref = np.array([0.1, 0.0, 1.0, np.nan, 1.0], np.float32)
     assert judge(spec, case, _outputs(spec, case, ref), True).status == "pass"
-    ok = ref.copy(); ok[0] = np.nextafter(ok[0], np.float32(1))            # 1 ULP: within bound
-    within = judge(spec, case, _outputs(spec, case, ok), True)
-    assert within.status == "pass" and within.mismatch_count == 0 and within.unspecified_count == 0
+    # Alpha = 1, Beta = 0: x * 1.0 and x + 0.0 are exact in D3D, so even 1 ULP is a mismatch
+    off = ref.copy(); off[0] = np.nextafter(off[0], np.float32(1))
+    assert judge(spec, case, _outputs(spec, case, off), True).status == "mismatch"
     far = ref.copy(); far[0] = np.float32(0.1000001)                         # several ULP
     assert judge(spec, case, _outputs(spec, case, far), True).status == "mismatch"
     neg = ref.copy(); neg[1] = -0.0                                          # max(0, -100) must be +0
@@ -89,7 +89,8 @@ def test_unspecified_divergence_is_informational():
 def test_fp32_denormal_flush_is_accepted_for_sign():
     spec, case = sign_case(np.array([1e-40, -1e-40, 1.0], np.float32))
     flushed = judge(spec, case, _outputs(spec, case, np.array([0.0, 0.0, 1.0], np.float32)), True)
-    assert flushed.status == "pass" and flushed.flushed_count == 2
+    assert flushed.status == "pass" and flushed.legal_count == 2
+    assert flushed.liberties == {"fp32 denormal input flushed": 2}
     wrong = judge(spec, case, _outputs(spec, case, np.array([0.0, 0.0, 0.0], np.float32)), True)
     assert wrong.status == "mismatch"
 

@@ -88,3 +88,27 @@ class KillsItsWorkerBackend(NumpyReferenceBackend):
         if t is not None and t.data_type == "UINT8":
             os.kill(os.getpid(), signal.SIGKILL)
         return super().run(case)
+
+
+# One liberty beyond the D3D precision model each (see backends/worst_legal.py): every one must fail.
+from backends.worst_legal import WorstLegalBackend  # noqa: E402
+
+
+class Division3UlpBackend(WorstLegalBackend):
+    name = "broken-division-3ulp"
+    beyond = "division_3ulp"
+
+
+class Add2UlpBackend(WorstLegalBackend):
+    name = "broken-add-2ulp"
+    beyond = "add_2ulp"
+
+
+class Fp16DenormalFlushBackend(WorstLegalBackend):
+    name = "broken-fp16-denormal-flush"
+    beyond = "fp16_denormal_flush"
+
+
+class NanDroppedBackend(WorstLegalBackend):
+    name = "broken-nan-dropped"
+    beyond = "nan_dropped"

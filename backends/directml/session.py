@@ -1,0 +1,149 @@
+"""The Wine session a runner lives in: our own Xvfb, a persistent wineserver, and Wine's boot
+processes, all started detached before the runner.
+
+Why detached: the first Wine process of a session starts wineboot, which starts services.exe,
+winedevice.exe, explorer.exe and others. Started by the runner, they inherit its stdout, so after a
+runner crash the harness sees EOF only when they exit too (seconds later). Started here, each in its
+own session with stdio on /dev/null, before the runner, only the runner holds its pipe: a crash is
+seen as soon as the process is gone. The wineserver is started persistent (`-p`), so a runner's
+death does not take the session down, and a restarted runner finds services running; it exits by
+itself PERSIST_S seconds after its last client, and it is shared by every backend on the same prefix
+(pytest-xdist workers), so it is never killed here.
+
+Xvfb (winex11.drv is Wine 8's only display driver that reaches Vulkan) is started with -displayfd,
+which picks a free display number (fixed numbers collide with stale lock files), and it is stopped
+when the backend closes.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+from .stack import Stack
+from .vulkan import VulkanDriver
+
+PERSIST_S = 60  # the wineserver outlives its last client by this long (a restart finds it up)
+XVFB_SCREEN = ["-screen", "0", "1280x1024x24", "-nolisten", "tcp", "-ac"]
+
+
+class SessionError(RuntimeError):
+    """Xvfb, the wineserver or wineboot did not start; the message says which, with its output."""
+
+
+class WineSession:
+    """Xvfb + wineserver + boot processes for one backend's runners (restarted runners reuse it)."""
+
+    def __init__(self, stack: Stack, vulkan: VulkanDriver, debug: str = "-all", log: Path | None = None) -> None:
+        self.stack, self.vulkan, self.debug, self.log = stack, vulkan, debug, log
+        self.xvfb: subprocess.Popen | None = None
+        self.display: str | None = None
+        self._xvfb_err: IO[bytes] | None = None
+        self.booted = False
+
+    # --- life cycle ---------------------------------------------------------------------------
+    def environment(self) -> dict[str, str]:
+        return self.stack.environment(self.vulkan, self.display, self.debug)
+
+    def ensure(self, timeout: float = 120.0) -> dict[str, str]:
+        """Start what is not running (Xvfb, then the wineserver and wineboot once) and return the
+        runner's environment."""
+        if self.xvfb is None or self.xvfb.poll() is not None:
+            self._start_xvfb(min(timeout, 30.0))
+            self.booted = False  # the boot processes hold the display they were started on
+        env = self.environment()
+        if not self.booted:
+            self._start_wineserver(env, timeout)
+            self._run_detached([str(self.stack.wine_loader()), "wineboot"], env, timeout, "wineboot")
+            self.booted = True
+        return env
+
+    def stop(self) -> None:
+        """Stop our Xvfb. The wineserver stays: other backends on the prefix may use it, and it
+        exits PERSIST_S seconds after its last client."""
+        proc, self.xvfb = self.xvfb, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=5)
+            except (ProcessLookupError, PermissionError, OSError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self._xvfb_err is not None:
+            self._xvfb_err.close()
+            self._xvfb_err = None
+        self.display = None
+        self.booted = False
+
+    # --- pieces ---------------------------------------------------------------------------------
+    def _output(self):
+        """Where detached processes write: the trace log when one is asked for, else nowhere."""
+        return open(self.log, "ab") if self.log else subprocess.DEVNULL
+
+    def _start_xvfb(self, timeout: float) -> None:
+        self.stop()
+        xvfb = self.stack.xvfb()
+        if xvfb is None:
+            raise SessionError("Xvfb not found (Debian: apt-get install xvfb; or use a portable stack)")
+        read_fd, write_fd = os.pipe()
+        self._xvfb_err = tempfile.TemporaryFile()
+        env = self.stack.environment(self.vulkan)
+        try:
+            self.xvfb = subprocess.Popen([str(xvfb), "-displayfd", str(write_fd), *XVFB_SCREEN, *self.stack.xvfb_arguments()],
+                                         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self._xvfb_err, env=env, cwd=self.stack.xvfb_cwd(), start_new_session=True)
+        finally:
+            os.close(write_fd)
+        number = b""
+        deadline = time.monotonic() + timeout
+        try:
+            while not number.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                    break
+                chunk = os.read(read_fd, 16)
+                if not chunk:
+                    break
+                number += chunk
+        finally:
+            os.close(read_fd)
+        if not number.strip().isdigit():
+            self._xvfb_err.seek(0)
+            words = " | ".join(self._xvfb_err.read().decode("utf-8", "replace").strip().splitlines()[-6:])
+            self.stop()
+            raise SessionError(f"Xvfb did not start ({xvfb}): {words or 'no display number within %.0f s' % timeout}")
+        self.display = f":{int(number)}"
+
+    def _start_wineserver(self, env: dict[str, str], timeout: float) -> None:
+        """`wineserver -pN` daemonises once its socket is ready; when a server already runs for
+        the prefix, it returns at once and that one is used."""
+        server = self.stack.wineserver()
+        out = self._output()
+        try:
+            subprocess.run([str(server), f"-p{PERSIST_S}"], env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                           start_new_session=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise SessionError(f"wineserver did not start within {timeout:.0f} s") from None
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+
+    def _run_detached(self, command: list[str], env: dict[str, str], timeout: float, what: str) -> None:
+        out = self._output()
+        try:
+            proc = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                  start_new_session=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise SessionError(f"{what} did not finish within {timeout:.0f} s") from None
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+        if proc.returncode != 0:
+            raise SessionError(f"{what} failed (exit code {proc.returncode}); run with WINEDEBUG=err+all to see why")

@@ -1,0 +1,73 @@
+"""The precision model (`specs/_arithmetic.yaml`): what D3D hardware may legally compute.
+
+Read once with the catalog. The reference's model evaluator (`harness.reference.legal`) takes its
+rounding rules, denormal flushes and NaN rules from here; nothing about D3D arithmetic is
+hard-coded elsewhere. Liberties are the deviations from the exact, correctly rounded result that
+the model permits; each has a fixed id (a bit in the evaluator's tags) and the name reports give it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.spec.source import SourcedYaml, load_yaml
+
+ARITHMETIC_FILE = "_arithmetic.yaml"
+
+# The liberty ids, in the order they are tried when naming what a result needed (bit = position).
+LIBERTY_IDS = ("rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
+               "fp32_attribute_flush", "fp32_result_flush", "min_max_nan")
+
+
+def liberty_bit(liberty: str) -> int:
+    """The tag bit of a liberty id."""
+    return 1 << LIBERTY_IDS.index(liberty)
+
+
+@dataclass(frozen=True)
+class TypeRules:
+    """The arithmetic rules of one float compute type."""
+
+    name: str
+    add_sub_mul: str                 # nearest | faithful
+    division_direct: str
+    reciprocal: tuple[str, str] | None   # (rcp rounding, multiply rounding) when division may go through rcp
+    flush_denormals: bool
+    min_max_nan: str                 # other_operand | nan
+    convert_from_wider: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ArithmeticModel:
+    """The whole precision model."""
+
+    compute_in: dict[str, tuple[str, ...]]
+    types: dict[str, TypeRules]
+    conversion_to_compute: str
+    liberty_names: dict[str, str]
+
+    def names(self, tags: int) -> list[str]:
+        """The report names of the liberties set in `tags`, in LIBERTY_IDS order."""
+        return [self.liberty_names[lib] for i, lib in enumerate(LIBERTY_IDS) if tags & (1 << i)]
+
+
+def load_arithmetic(specs_dir: Path, schema_check) -> ArithmeticModel:
+    """Read and check `_arithmetic.yaml`; raise SpecError naming file, line and key on a problem."""
+    src: SourcedYaml = load_yaml(Path(specs_dir) / ARITHMETIC_FILE)
+    from harness.spec.schema import ARITHMETIC_SCHEMA
+    schema_check(src, ARITHMETIC_SCHEMA)
+    data = src.data
+    types: dict[str, TypeRules] = {}
+    for name, raw in data["types"].items():
+        division = raw["division"]
+        reciprocal = division.get("reciprocal")
+        types[name] = TypeRules(name, raw["add_sub_mul"], division["direct"],
+                                (reciprocal["rcp"], reciprocal["multiply"]) if reciprocal else None,
+                                raw["flush_denormals"], raw["min_max_nan"], raw["convert_from_wider"], raw["source"])
+    compute_in = {name: tuple(choices) for name, choices in data["compute_in"].items()}
+    for tensor_type, choices in compute_in.items():
+        for index, choice in enumerate(choices):
+            if choice not in types:
+                raise src.error(("compute_in", tensor_type, index), f"{choice} has no rules under 'types'")
+    return ArithmeticModel(compute_in, types, data["conversion_to_compute"], dict(data["liberties"]))

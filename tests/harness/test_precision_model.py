@@ -1,0 +1,196 @@
+"""The D3D precision model: legal hardware behaviour passes (with the liberty named), and one
+liberty beyond the model fails.
+
+Golden values: the four cases an NVIDIA H100/H200 failed under the old exact judging (observed GPU
+results, ../shared/reference/directml-on-gpu.md, copied here as numbers), and an oracle computed
+here from first principles: every serial ordering of Alpha * x + Beta with each step rounded down
+or up, and the fused form (numpy's nextafter, not the model's evaluator).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.generate.cases import case_from_arrays
+from harness.judge.diff import judge
+from harness.model.backend import Outputs
+from harness.model.layout import pack_buffer
+from harness.spec.operator import DEFAULT_SPECS_DIR
+from tests.helpers import SPECS
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "precision" / "ACTIVATION_LINEAR.yaml"
+F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+F16 = {"InputTensor": "FLOAT16", "OutputTensor": "FLOAT16"}
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _judge(spec, case, values):
+    desc = case.descriptor.tensors[spec.formula.output]
+    buffers = {spec.formula.output: pack_buffer(np.asarray(values), desc, SPECS.catalog.dtype(desc.data_type))}
+    return judge(spec, case, Outputs(buffers), True)
+
+
+# --- the NVIDIA GPU's four false failures are legal ------------------------------------------------
+
+def test_denormal_input_flush_into_inf_times_zero_is_unspecified_not_a_failure():
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    case = case_from_arrays(spec, "6.4", F32, {"InputTensor": np.array([-1.1754942e-38], np.float32)},
+                            attributes={"Alpha": -np.inf, "Beta": 2.0})
+    diff = _judge(spec, case, np.array([0.0], np.float32))     # the GPU's answer (exact: 1.0)
+    assert diff.status == "diverges-on-unspecified" and not diff.failed
+    assert "nan_into_min_max" in diff.summary and "fp32 denormal input flushed" in diff.summary
+
+
+def test_denormal_attribute_lost_in_fp16_is_unspecified_not_a_failure():
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    case = case_from_arrays(spec, "6.4", F16, {"InputTensor": np.array([-np.inf], np.float16)},
+                            attributes={"Alpha": -1.4e-45, "Beta": np.inf})
+    diff = _judge(spec, case, np.array([0.0], np.float16))     # GPU 0.0, exact 1.0
+    assert diff.status == "diverges-on-unspecified" and "nan_into_min_max" in diff.summary
+
+
+def _quantize(x, scale, zero_point, in_type="FLOAT32", out_type="UINT8"):
+    spec = SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")
+    types = {"InputTensor": in_type, "ScaleTensor": "FLOAT32", "ZeroPointTensor": out_type, "OutputTensor": out_type}
+    return spec, case_from_arrays(spec, "6.4", types, {"InputTensor": np.asarray(x), "ScaleTensor": np.asarray(scale, np.float32),
+                                                      "ZeroPointTensor": np.asarray(zero_point)})
+
+
+def test_division_through_a_flushed_reciprocal_is_legal():
+    spec, case = _quantize(np.array([np.inf], np.float32), [FLT_MAX], [0])
+    diff = _judge(spec, case, np.array([0], np.uint8))         # GPU 0, exact 255
+    assert diff.status == "pass" and "division through the reciprocal" in diff.liberties
+    assert "fp32 denormal intermediate or result flushed" in diff.liberties
+
+
+def test_division_error_turning_a_near_tie_into_a_tie_is_legal_and_no_further():
+    spec, case = _quantize(np.array([6926169], np.int32), [-307829.71875], [-3], "INT32", "INT8")
+    assert _judge(spec, case, np.array([-26], np.int8)).status == "pass"     # exact: -22.5000011 -> -23, -3
+    legal = _judge(spec, case, np.array([-25], np.int8))                     # the GPU: the false tie -22.5 -> -22
+    assert legal.status == "pass" and legal.legal_count == 1
+    assert _judge(spec, case, np.array([-24], np.int8)).status == "mismatch"
+
+
+# --- the rules themselves --------------------------------------------------------------------
+
+def _steps(value: np.float32, k: int) -> np.float32:
+    for _ in range(abs(k)):
+        value = np.nextafter(value, np.float32(np.inf if k > 0 else -np.inf))
+    return value
+
+
+def _down_up(exact: float) -> tuple[np.float32, np.float32]:
+    """The fp32 neighbours of an exact (float64) value."""
+    t = np.float32(exact)
+    lower = t if float(t) <= exact else np.nextafter(t, np.float32(-np.inf))
+    upper = t if float(t) >= exact else np.nextafter(t, np.float32(np.inf))
+    return lower, upper
+
+
+def test_every_serial_rounding_and_the_fused_form_pass_and_one_step_beyond_fails():
+    """Alpha * x + Beta in fp32, results in (0, 1): the oracle is every result of rounding the
+    product and the sum down or up (truncation and nearest both) plus the fused form; all pass,
+    and the fp32 values just outside the oracle's range are mismatches."""
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    rng = np.random.default_rng(7)
+    alpha, beta = np.float32(0.3), np.float32(0.25)
+    xs = rng.uniform(-0.8, 2.4, 40).astype(np.float32)
+    for x in xs:
+        oracle = set()
+        for product in _down_up(float(alpha) * float(x)):
+            for total in _down_up(float(product) + float(beta)):
+                oracle.add(total)
+        oracle |= set(_down_up(float(alpha) * float(x) + float(beta)))       # fused, either rounding
+        case = case_from_arrays(spec, "6.4", F32, {"InputTensor": np.array([x], np.float32)},
+                                attributes={"Alpha": float(alpha), "Beta": float(beta)})
+        for value in oracle:
+            assert _judge(spec, case, np.array([value], np.float32)).status == "pass", (x, value)
+        assert _judge(spec, case, np.array([_steps(min(oracle), -1)], np.float32)).status == "mismatch", x
+        assert _judge(spec, case, np.array([_steps(max(oracle), 1)], np.float32)).status == "mismatch", x
+
+
+def test_fp16_computed_in_fp32_and_truncated_is_named():
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    x = np.float16(-2.19921875)
+    case = case_from_arrays(spec, "6.4", F16, {"InputTensor": np.array([x], np.float16)})
+    fused = np.float32(np.float32(0.2) * np.float32(x)) + np.float32(0.5)   # fp32, then toward zero to fp16
+    truncated = np.float16(fused)
+    if float(truncated) > float(fused):
+        truncated = np.nextafter(truncated, np.float16(0))
+    diff = _judge(spec, case, np.array([truncated], np.float16))
+    assert diff.status == "pass"
+
+
+def test_fp16_denormals_must_be_kept():
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    case = case_from_arrays(spec, "6.4", F16, {"InputTensor": np.array([6e-8], np.float16)})
+    assert _judge(spec, case, np.array([0.0], np.float16)).status == "mismatch"
+
+
+def test_a_formula_without_a_rule_falls_back_to_the_exact_comparison():
+    from harness.reference.legal import ModelUnsupported, evaluate_legal
+    from harness.spec.expr import parse_formula
+    with pytest.raises(ModelUnsupported, match="ulp_out"):
+        evaluate_legal(parse_formula("ulp_out(x)"), None)  # type: ignore[arg-type]
+
+
+# --- the worst legal device passes, and every broken one fails for its reason -------------------
+
+BROKEN = {
+    "broken-division-3ulp": ("Division3UlpBackend", {"ELEMENT_WISE_QUANTIZE_LINEAR"}),
+    "broken-add-2ulp": ("Add2UlpBackend", {"ACTIVATION_HARD_SIGMOID", "ACTIVATION_LINEAR"}),
+    "broken-fp16-denormal-flush": ("Fp16DenormalFlushBackend", {"ELEMENT_WISE_SIGN", "ACTIVATION_HARD_SIGMOID"}),
+    "broken-nan-dropped": ("NanDroppedBackend", {"ACTIVATION_LINEAR"}),
+}
+
+
+@pytest.fixture(scope="module")
+def specs_with_linear(tmp_path_factory) -> Path:
+    """The shipped specs plus the ACTIVATION_LINEAR fixture (the one that needs NaN results)."""
+    directory = tmp_path_factory.mktemp("specs")
+    for path in DEFAULT_SPECS_DIR.glob("*.yaml"):
+        shutil.copy(path, directory / path.name)
+    shutil.copy(FIXTURE, directory / FIXTURE.name)
+    return directory
+
+
+def _run(backend: str, specs: Path, reports: Path, levels: list[str] = ()) -> tuple[int, list[dict]]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DMLCONFORM_EXTRA_BACKENDS=",".join(
+        f"{name}=tests.plugins.broken_backend:{cls}" for name, (cls, _) in BROKEN.items()))
+    cli = [sys.executable, "-m", "harness.cli", "--specs-dir", str(specs)]
+    level_args = [arg for level in levels for arg in ("--feature-level", level)]
+    subprocess.run(cli + ["run", "--backend", backend, "--workers", "0", "--reports-dir", str(reports)] + level_args,
+                   capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    gate = subprocess.run(cli + ["gate", "--reports-dir", str(reports)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    records = [json.loads(line) for path in (reports / "results").glob("results-*.jsonl") for line in path.read_text().splitlines()]
+    return gate.returncode, records
+
+
+def test_the_worst_legal_device_passes_the_gate_everywhere(specs_with_linear, tmp_path):
+    levels = sorted({table.level for spec in SPECS.operators.values() for table in spec.support}, key=SPECS.catalog.level_order)
+    code, records = _run("worst-legal", specs_with_linear, tmp_path, levels)
+    bad = [(r["operator"], r["data_type"], r["status"], r["summary"]) for r in records if r["status"] not in ("pass", "rejected-invalid")]
+    assert code == 0 and not bad, bad[:5]
+    taken = {liberty for r in records for liberty in r.get("liberties", {})}
+    assert {"fp32 denormal input flushed", "division through the reciprocal",
+            "FLOAT16 computed in FLOAT32 and converted"} <= taken, taken
+    assert {r["kind"] for r in records} >= {"valid", "invalid", "sweep", "example"}
+    assert {r["feature_level"] for r in records} >= set(levels)
+
+
+@pytest.mark.parametrize("backend", sorted(BROKEN))
+def test_a_device_one_liberty_beyond_the_model_fails(backend, specs_with_linear, tmp_path):
+    code, records = _run(backend, specs_with_linear, tmp_path)
+    failing = {r["operator"] for r in records if r["status"] == "mismatch"}
+    assert code != 0, f"{backend} passed the gate"
+    assert failing and failing <= {"ELEMENT_WISE_QUANTIZE_LINEAR", "ACTIVATION_HARD_SIGMOID", "ACTIVATION_LINEAR", "ELEMENT_WISE_SIGN"}
+    assert BROKEN[backend][1] & failing, (backend, failing)
+    assert not any(r["status"] in ("crashed", "accepted-invalid", "rejected-valid") for r in records)
