@@ -21,8 +21,9 @@ if ! grep -q 'ID=debian' /etc/os-release 2>/dev/null || ! grep -q 'VERSION_ID="1
   log "warning: not Debian 12; the package names below are Debian 12's"
 fi
 
-# 1. Debian packages: Wine, Xvfb, the mingw-w64 cross compiler, the Vulkan loader.
-PKGS="wine wine64 libwine xvfb xauth libvulkan1 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev"
+# 1. Debian packages: Wine, Xvfb, the mingw-w64 cross compiler, the Vulkan loader, and glvnd (carried by the
+#    portable stack for GPU drivers whose Vulkan ICD is a glvnd vendor library, as NVIDIA's is).
+PKGS="wine wine64 libwine xvfb xauth libvulkan1 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev libegl1 libgles2 libopengl0 libglx0"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

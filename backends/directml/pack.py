@@ -49,7 +49,10 @@ EXTRA_MODULES = ("apisetschema.dll", "dbghelp.dll", "conhost.exe", "start.exe", 
 # libraries Wine's unix side dlopens (never in an ldd closure); each is taken when installed
 DLOPENED = ("libvulkan.so.1", "libfontconfig.so.1", "libfreetype.so.6", "libX11.so.6", "libX11-xcb.so.1", "libXext.so.6",
             "libXrender.so.1", "libXrandr.so.2", "libXi.so.6", "libXcursor.so.1", "libXinerama.so.1", "libXcomposite.so.1",
-            "libXfixes.so.3", "libXxf86vm.so.1", "libudev.so.1", "libusb-1.0.so.0", "libdbus-1.so.3", "libunwind.so.8")
+            "libXfixes.so.3", "libXxf86vm.so.1", "libudev.so.1", "libusb-1.0.so.0", "libdbus-1.so.3", "libunwind.so.8",
+            # glvnd: NVIDIA's Vulkan ICD (libGLX_nvidia.so.0) is a glvnd vendor library; where the host has no
+            # glvnd its vk_icdGetInstanceProcAddr returns no vkCreateInstance ("Found no drivers")
+            "libGLdispatch.so.0", "libGLX.so.0", "libGL.so.1", "libEGL.so.1", "libOpenGL.so.0", "libGLESv2.so.2")
 # every target has these, in a version at least as new as Debian 12's
 HOST_PROVIDED = re.compile(r"^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|libmvec|"
                            r"libgcc_s|libstdc\+\+)[.-]")
