@@ -187,170 +187,219 @@ static cached_op *cache_find(const char *key) { int i; for (i = 0; i < cache_cou
 static int device_removed(void) { return FAILED(((fn_removed)VT(dml)[15])(dml)); }
 
 #define MAXT 8
-static int do_run(jnode *req, blob *inbufs, int ninbufs) {
-    jnode *tensors = jget(req, "tensors"), *fields = jget(req, "fields");
+/* One request's tensors, as DirectML sees them (DML_BUFFER_TENSOR_DESC) and as the client sent them. */
+typedef struct {
+    int nt;
     DML_BUFFER_TENSOR_DESC bdesc[MAXT]; DML_TENSOR_DESC tdesc[MAXT]; UINT sizes[MAXT][16], strides[MAXT][16];
-    int present[MAXT], is_output[MAXT], bufidx[MAXT], alias[MAXT], nt, i, j;
-    unsigned char opdesc[256]; size_t off = 0; HRESULT hr; const char *key = jstr(req, "key");
-    cached_op *c; void *op = NULL, *compiled = NULL, *init = NULL, *bt = NULL;
-    ID3D12Resource *res[MAXT] = { 0 }, *up[MAXT] = { 0 }, *rb[MAXT] = { 0 }, *tmp = NULL;
-    DML_BUFFER_BINDING bb[MAXT]; DML_BINDING_DESC in_b[MAXT], out_b[MAXT]; int nin = 0, nout = 0;
-    DML_BINDING_PROPERTIES ep, ip; DML_BINDING_TABLE_DESC btd; int result = 0;
-    blob outs[MAXT]; int nouts = 0;
+    int present[MAXT], is_output[MAXT], bufidx[MAXT], alias[MAXT];
+} run_tensors;
 
-    if (!tensors || tensors->count > MAXT) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"bad tensors\"}"); return 0; }
-    nt = tensors->count;
-    memset(opdesc, 0, sizeof opdesc);
-    for (i = 0; i < nt; i++) {
-        jnode *t = tensors->items[i], *sz = jget(t, "sizes"), *st = jget(t, "strides");
-        present[i] = (int)jnum(t, "present", 0); is_output[i] = !strcmp(jstr(t, "role"), "output");
-        bufidx[i] = (int)jnum(t, "buffer", -1); alias[i] = (int)jnum(t, "alias", -1);
-        if (!present[i]) continue;
-        memset(&bdesc[i], 0, sizeof bdesc[i]);
-        for (j = 0; j < 16; j++) { sizes[i][j] = 1; strides[i][j] = 0; }
-        for (j = 0; sz && j < sz->count && j < 16; j++) sizes[i][j] = (UINT)sz->items[j]->num;
-        for (j = 0; st && st->kind == J_ARR && j < st->count && j < 16; j++) strides[i][j] = (UINT)st->items[j]->num;
-        bdesc[i].DataType = (UINT)jnum(t, "data_type", 0); bdesc[i].Flags = (UINT)jnum(t, "flags", 0);
-        bdesc[i].DimensionCount = (UINT)jnum(t, "dimension_count", sz ? sz->count : 0);
-        bdesc[i].Sizes = sizes[i]; bdesc[i].Strides = (st && st->kind == J_ARR) ? strides[i] : NULL;
-        bdesc[i].TotalTensorSizeInBytes = (UINT64)jnum(t, "total_bytes", 0);
-        bdesc[i].GuaranteedBaseOffsetAlignment = (UINT)jnum(t, "alignment", 0);
-        tdesc[i].Type = DML_TENSOR_TYPE_BUFFER; tdesc[i].Desc = &bdesc[i];
+/* The resources of one execution: a default-heap buffer per tensor, upload and readback copies. */
+typedef struct { ID3D12Resource *res[MAXT], *up[MAXT], *rb[MAXT], *tmp; void *bt; } run_resources;
+
+static UINT64 padded_bytes(const run_tensors *t, int i) { return (t->bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull; }
+
+/* The request's tensors: descriptors with their Sizes/Strides arrays; 0 on a malformed request. */
+static int read_tensors(jnode *req, run_tensors *t) {
+    jnode *tensors = jget(req, "tensors"); int i, j;
+    if (!tensors || tensors->count > MAXT) return 0;
+    t->nt = tensors->count;
+    for (i = 0; i < t->nt; i++) {
+        jnode *x = tensors->items[i], *sz = jget(x, "sizes"), *st = jget(x, "strides");
+        DML_BUFFER_TENSOR_DESC *b = &t->bdesc[i];
+        t->present[i] = (int)jnum(x, "present", 0); t->is_output[i] = !strcmp(jstr(x, "role"), "output");
+        t->bufidx[i] = (int)jnum(x, "buffer", -1); t->alias[i] = (int)jnum(x, "alias", -1);
+        if (!t->present[i]) continue;
+        memset(b, 0, sizeof *b);
+        for (j = 0; j < 16; j++) { t->sizes[i][j] = 1; t->strides[i][j] = 0; }
+        for (j = 0; sz && j < sz->count && j < 16; j++) t->sizes[i][j] = (UINT)sz->items[j]->num;
+        for (j = 0; st && st->kind == J_ARR && j < st->count && j < 16; j++) t->strides[i][j] = (UINT)st->items[j]->num;
+        b->DataType = (UINT)jnum(x, "data_type", 0); b->Flags = (UINT)jnum(x, "flags", 0);
+        b->DimensionCount = (UINT)jnum(x, "dimension_count", sz ? sz->count : 0);
+        b->Sizes = t->sizes[i]; b->Strides = (st && st->kind == J_ARR) ? t->strides[i] : NULL;
+        b->TotalTensorSizeInBytes = (UINT64)jnum(x, "total_bytes", 0);
+        b->GuaranteedBaseOffsetAlignment = (UINT)jnum(x, "alignment", 0);
+        t->tdesc[i].Type = DML_TENSOR_TYPE_BUFFER; t->tdesc[i].Desc = b;
     }
-    /* the desc struct: tensor pointers (8-byte aligned) and 4-byte scalars, in field order */
+    return 1;
+}
+
+/* The operator's desc struct: tensor pointers (8-byte aligned) and 4-byte scalars, in field order. */
+static void pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, size_t cap) {
+    jnode *fields = jget(req, "fields"); size_t off = 0; int i;
+    memset(opdesc, 0, cap);
     for (i = 0; fields && i < fields->count; i++) {
         jnode *f = fields->items[i]; const char *kind = jstr(f, "kind");
         if (!strcmp(kind, "tensor")) {
-            int ti = (int)jnum(f, "tensor", -1); const DML_TENSOR_DESC *p = (ti >= 0 && ti < nt && present[ti]) ? &tdesc[ti] : NULL;
-            off = (off + 7) & ~(size_t)7; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+            int ti = (int)jnum(f, "tensor", -1); const DML_TENSOR_DESC *p = (ti >= 0 && ti < t->nt && t->present[ti]) ? &t->tdesc[ti] : NULL;
+            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
         } else if (!strcmp(kind, "float")) {
-            float v = (float)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; memcpy(opdesc + off, &v, 4); off += 4;
+            float v = (float)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return; memcpy(opdesc + off, &v, 4); off += 4;
         } else {
-            UINT v = (UINT)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; memcpy(opdesc + off, &v, 4); off += 4;
+            UINT v = (UINT)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return; memcpy(opdesc + off, &v, 4); off += 4;
         }
     }
+}
 
-    c = *key ? cache_find(key) : NULL;
-    if (!c) {
-        DML_OPERATOR_DESC od; od.Type = (UINT)jnum(req, "op_type", 0); od.Desc = opdesc;
-        hr = ((fn_create_op)VT(dml)[8])(dml, &od, &IID_IDMLOperator_, &op);
-        if (FAILED(hr)) {
-            if (device_removed()) { replyf("{\"status\":\"device_removed\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return -1; }
-            replyf("{\"status\":\"rejected\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0;
-        }
-        hr = ((fn_compile)VT(dml)[9])(dml, op, (UINT)jnum(req, "exec_flags", 0), &IID_IDMLCompiledOperator_, &compiled);
-        COM_RELEASE(op);
-        if (FAILED(hr)) { replyf("{\"status\":\"error\",\"stage\":\"CompileOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return device_removed() ? -1 : 0; }
-        /* initialise once: the persistent resource lives with the cache entry */
-        hr = ((fn_create_init)VT(dml)[10])(dml, 1, &compiled, &IID_IDMLOperatorInitializer_, &init);
-        if (FAILED(hr)) { COM_RELEASE(compiled); replyf("{\"status\":\"error\",\"stage\":\"CreateOperatorInitializer\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0; }
-        ((fn_props)VT(init)[8])(init, &ip); ((fn_props)VT(compiled)[8])(compiled, &ep);
-        if (cache_count == CACHE_MAX) { /* evict round-robin */
-            cached_op *v = &cache[cache_next]; COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
-            c = v; cache_next = (cache_next + 1) % CACHE_MAX;
-        } else c = &cache[cache_count++];
-        memset(c, 0, sizeof *c); c->key = _strdup(*key ? key : "?"); c->compiled = compiled;
-        c->persistent_size = ep.PersistentResourceSize;
-        if (ep.PersistentResourceSize)
-            c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-        if (ip.TemporaryResourceSize)
-            tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ip.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-        btd.Dispatchable = init; btd.SizeInDescriptors = HEAP_DESCS;
-        heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
-        heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
-        hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &bt);
-        if (FAILED(hr)) { COM_RELEASE(init); replyf("{\"status\":\"error\",\"stage\":\"CreateBindingTable\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return 0; }
-        ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
-        if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ip.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
-        if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_n)VT(bt)[9])(bt, 1, &d); }
-        ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, init, bt);
-        hr = submit();
-        COM_RELEASE(init); COM_RELEASE(bt); bt = NULL; if (tmp) { ID3D12Resource_Release(tmp); tmp = NULL; }
-        if (FAILED(hr)) { replyf("{\"status\":\"device_removed\",\"stage\":\"initialize\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return -1; }
+/* Create, compile and initialise the operator, or find it compiled in the cache. Returns the cache
+   entry, or NULL after replying (rejected, error) with *status -1 when the device was removed. */
+static cached_op *compiled_operator(jnode *req, const unsigned char *opdesc, int *status) {
+    const char *key = jstr(req, "key"); cached_op *c = *key ? cache_find(key) : NULL;
+    void *op = NULL, *compiled = NULL, *init = NULL, *bt = NULL; ID3D12Resource *tmp = NULL;
+    DML_BINDING_PROPERTIES ep, ip; DML_BINDING_TABLE_DESC btd; DML_OPERATOR_DESC od; HRESULT hr;
+    *status = 0;
+    if (c) return c;
+    od.Type = (UINT)jnum(req, "op_type", 0); od.Desc = opdesc;
+    hr = ((fn_create_op)VT(dml)[8])(dml, &od, &IID_IDMLOperator_, &op);
+    if (FAILED(hr)) {
+        if (device_removed()) { replyf("{\"status\":\"device_removed\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = -1; return NULL; }
+        replyf("{\"status\":\"rejected\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL;
     }
-    compiled = c->compiled;
-    ((fn_props)VT(compiled)[8])(compiled, &ep);
-
-    /* resources: one per present tensor; an aliased output shares its input's resource */
-    for (i = 0; i < nt; i++) {
-        UINT64 n;
-        if (!present[i] || (is_output[i] && alias[i] >= 0)) continue;
-        n = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
-        if (n > (1ull << 31)) { result = 1; break; }
-        res[i] = make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, is_output[i] ? D3D12_RESOURCE_STATE_UNORDERED_ACCESS : D3D12_RESOURCE_STATE_COPY_DEST);
-        if (!res[i]) { result = 1; break; }
-        if (!is_output[i]) {
-            void *p; D3D12_RANGE r0 = { 0, 0 }; blob *src = (bufidx[i] >= 0 && bufidx[i] < ninbufs) ? &inbufs[bufidx[i]] : NULL;
-            up[i] = make_buffer(D3D12_HEAP_TYPE_UPLOAD, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_GENERIC_READ);
-            if (!up[i]) { result = 1; break; }
-            ID3D12Resource_Map(up[i], 0, &r0, &p); memset(p, 0, n);
-            if (src) memcpy(p, src->data, src->len < n ? src->len : n);
-            ID3D12Resource_Unmap(up[i], 0, NULL);
-            ID3D12GraphicsCommandList_CopyBufferRegion(cl, res[i], 0, up[i], 0, n);
-            barrier(res[i], D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-        }
-    }
-    if (result) {
-        /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
-        ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
-        for (i = 0; i < nt; i++) { if (res[i]) ID3D12Resource_Release(res[i]); if (up[i]) ID3D12Resource_Release(up[i]); }
-        replyf("{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"}"); return 0;
-    }
-    for (i = 0; i < nt; i++) {
-        DML_BINDING_DESC *d; ID3D12Resource *r;
-        if (is_output[i]) d = &out_b[nout++]; else d = &in_b[nin++];
-        if (!present[i]) { d->Type = DML_BINDING_TYPE_NONE; d->Desc = NULL; continue; }
-        r = (is_output[i] && alias[i] >= 0) ? res[alias[i]] : res[i];
-        bb[i].Buffer = r; bb[i].Offset = 0; bb[i].SizeInBytes = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
-        d->Type = DML_BINDING_TYPE_BUFFER; d->Desc = &bb[i];
-    }
-    if ((int)jnum(req, "drop_binding", 0)) nin = nin > 0 ? nin - 1 : 0; /* test hook: a wrong binding count removes the device */
-    if (ep.TemporaryResourceSize) tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-    btd.Dispatchable = compiled; btd.SizeInDescriptors = HEAP_DESCS;
+    hr = ((fn_compile)VT(dml)[9])(dml, op, (UINT)jnum(req, "exec_flags", 0), &IID_IDMLCompiledOperator_, &compiled);
+    COM_RELEASE(op);
+    if (FAILED(hr)) { replyf("{\"status\":\"error\",\"stage\":\"CompileOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = device_removed() ? -1 : 0; return NULL; }
+    /* initialise once: the persistent resource lives with the cache entry */
+    hr = ((fn_create_init)VT(dml)[10])(dml, 1, &compiled, &IID_IDMLOperatorInitializer_, &init);
+    if (FAILED(hr)) { COM_RELEASE(compiled); replyf("{\"status\":\"error\",\"stage\":\"CreateOperatorInitializer\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL; }
+    ((fn_props)VT(init)[8])(init, &ip); ((fn_props)VT(compiled)[8])(compiled, &ep);
+    if (cache_count == CACHE_MAX) { /* evict round-robin */
+        cached_op *v = &cache[cache_next]; COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
+        c = v; cache_next = (cache_next + 1) % CACHE_MAX;
+    } else c = &cache[cache_count++];
+    memset(c, 0, sizeof *c); c->key = _strdup(*key ? key : "?"); c->compiled = compiled;
+    c->persistent_size = ep.PersistentResourceSize;
+    if (ep.PersistentResourceSize)
+        c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    if (ip.TemporaryResourceSize)
+        tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ip.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    btd.Dispatchable = init; btd.SizeInDescriptors = HEAP_DESCS;
     heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
     heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
     hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &bt);
-    if (SUCCEEDED(hr)) {
-        ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
-        ((fn_bind_n)VT(bt)[8])(bt, nin, in_b);
-        ((fn_bind_n)VT(bt)[9])(bt, nout, out_b);
-        if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ep.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
-        if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[11])(bt, &d); }
-        ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, compiled, bt);
-        uav_barrier();
-        for (i = 0; i < nt; i++) {
-            ID3D12Resource *r; UINT64 n;
-            if (!present[i] || !is_output[i]) continue;
-            r = alias[i] >= 0 ? res[alias[i]] : res[i]; n = (bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull;
-            rb[i] = make_buffer(D3D12_HEAP_TYPE_READBACK, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_COPY_DEST);
-            barrier(r, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
-            ID3D12GraphicsCommandList_CopyBufferRegion(cl, rb[i], 0, r, 0, n);
-            barrier(r, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-        }
-        hr = submit();
-    } else {
-        ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+    if (FAILED(hr)) { COM_RELEASE(init); replyf("{\"status\":\"error\",\"stage\":\"CreateBindingTable\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL; }
+    ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
+    if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ip.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
+    if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_n)VT(bt)[9])(bt, 1, &d); }
+    ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, init, bt);
+    hr = submit();
+    COM_RELEASE(init); COM_RELEASE(bt); if (tmp) ID3D12Resource_Release(tmp);
+    if (FAILED(hr)) { replyf("{\"status\":\"device_removed\",\"stage\":\"initialize\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = -1; return NULL; }
+    return c;
+}
+
+static void reset_command_list(void) {
+    ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+}
+
+/* One default-heap resource per present tensor (an aliased output shares its input's), inputs
+   copied in through upload buffers. 0 when a buffer cannot be made. */
+static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_resources *r) {
+    int i;
+    for (i = 0; i < t->nt; i++) {
+        UINT64 n; void *p; D3D12_RANGE r0 = { 0, 0 }; blob *src;
+        if (!t->present[i] || (t->is_output[i] && t->alias[i] >= 0)) continue;
+        n = padded_bytes(t, i);
+        if (n > (1ull << 31)) return 0;
+        r->res[i] = make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, t->is_output[i] ? D3D12_RESOURCE_STATE_UNORDERED_ACCESS : D3D12_RESOURCE_STATE_COPY_DEST);
+        if (!r->res[i]) return 0;
+        if (t->is_output[i]) continue;
+        src = (t->bufidx[i] >= 0 && t->bufidx[i] < ninbufs) ? &inbufs[t->bufidx[i]] : NULL;
+        r->up[i] = make_buffer(D3D12_HEAP_TYPE_UPLOAD, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_GENERIC_READ);
+        if (!r->up[i]) return 0;
+        ID3D12Resource_Map(r->up[i], 0, &r0, &p); memset(p, 0, n);
+        if (src) memcpy(p, src->data, src->len < n ? src->len : n);
+        ID3D12Resource_Unmap(r->up[i], 0, NULL);
+        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->res[i], 0, r->up[i], 0, n);
+        barrier(r->res[i], D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     }
+    return 1;
+}
+
+/* Bind inputs and outputs (absent tensors as DML_BINDING_TYPE_NONE), record the dispatch and the
+   copies into readback buffers, submit and wait. */
+static HRESULT execute(jnode *req, const run_tensors *t, cached_op *c, run_resources *r) {
+    DML_BUFFER_BINDING bb[MAXT]; DML_BINDING_DESC in_b[MAXT], out_b[MAXT]; int nin = 0, nout = 0, i;
+    DML_BINDING_PROPERTIES ep; DML_BINDING_TABLE_DESC btd; HRESULT hr; void *compiled = c->compiled;
+    ((fn_props)VT(compiled)[8])(compiled, &ep);
+    for (i = 0; i < t->nt; i++) {
+        DML_BINDING_DESC *d = t->is_output[i] ? &out_b[nout++] : &in_b[nin++];
+        if (!t->present[i]) { d->Type = DML_BINDING_TYPE_NONE; d->Desc = NULL; continue; }
+        bb[i].Buffer = (t->is_output[i] && t->alias[i] >= 0) ? r->res[t->alias[i]] : r->res[i];
+        bb[i].Offset = 0; bb[i].SizeInBytes = padded_bytes(t, i);
+        d->Type = DML_BINDING_TYPE_BUFFER; d->Desc = &bb[i];
+    }
+    if ((int)jnum(req, "drop_binding", 0)) nin = nin > 0 ? nin - 1 : 0; /* test hook: a wrong binding count removes the device */
+    if (ep.TemporaryResourceSize) r->tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    btd.Dispatchable = compiled; btd.SizeInDescriptors = HEAP_DESCS;
+    heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
+    heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
+    hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &r->bt);
+    if (FAILED(hr)) { reset_command_list(); return hr; }
+    ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
+    ((fn_bind_n)VT(r->bt)[8])(r->bt, nin, in_b);
+    ((fn_bind_n)VT(r->bt)[9])(r->bt, nout, out_b);
+    if (r->tmp) { DML_BUFFER_BINDING b = { r->tmp, 0, ep.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(r->bt)[10])(r->bt, &d); }
+    if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(r->bt)[11])(r->bt, &d); }
+    ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, compiled, r->bt);
+    uav_barrier();
+    for (i = 0; i < t->nt; i++) {
+        ID3D12Resource *res; UINT64 n;
+        if (!t->present[i] || !t->is_output[i]) continue;
+        res = t->alias[i] >= 0 ? r->res[t->alias[i]] : r->res[i]; n = padded_bytes(t, i);
+        r->rb[i] = make_buffer(D3D12_HEAP_TYPE_READBACK, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_COPY_DEST);
+        barrier(res, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
+        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->rb[i], 0, res, 0, n);
+        barrier(res, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    }
+    return submit();
+}
+
+/* Reply with every output's bytes (its TotalTensorSizeInBytes), read from the readback buffers. */
+static void reply_outputs(const run_tensors *t, run_resources *r) {
+    blob outs[MAXT]; int nouts = 0, i;
+    for (i = 0; i < t->nt; i++) {
+        void *p; UINT64 n; D3D12_RANGE rr;
+        if (!t->present[i] || !t->is_output[i] || !r->rb[i]) continue;
+        n = t->bdesc[i].TotalTensorSizeInBytes; rr.Begin = 0; rr.End = n;
+        outs[nouts].data = malloc(n ? n : 1); outs[nouts].len = (UINT)n;
+        ID3D12Resource_Map(r->rb[i], 0, &rr, &p); memcpy(outs[nouts].data, p, n); ID3D12Resource_Unmap(r->rb[i], 0, NULL);
+        nouts++;
+    }
+    reply("{\"status\":\"ok\"}", nouts, outs);
+    for (i = 0; i < nouts; i++) free(outs[i].data);
+}
+
+static void release_resources(const run_tensors *t, run_resources *r) {
+    int i;
+    COM_RELEASE(r->bt);
+    if (r->tmp) ID3D12Resource_Release(r->tmp);
+    for (i = 0; i < t->nt; i++) {
+        if (r->res[i]) ID3D12Resource_Release(r->res[i]);
+        if (r->up[i]) ID3D12Resource_Release(r->up[i]);
+        if (r->rb[i]) ID3D12Resource_Release(r->rb[i]);
+    }
+}
+
+/* One "run" request: 0 when answered, -1 when the device is gone (the client restarts the runner). */
+static int do_run(jnode *req, blob *inbufs, int ninbufs) {
+    static run_tensors t; run_resources r; unsigned char opdesc[256]; cached_op *c; int status; HRESULT hr;
+    memset(&t, 0, sizeof t); memset(&r, 0, sizeof r);
+    if (!read_tensors(req, &t)) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"bad tensors\"}"); return 0; }
+    pack_desc(req, &t, opdesc, sizeof opdesc);
+    c = compiled_operator(req, opdesc, &status);
+    if (!c) return status;
+    if (!upload_inputs(&t, inbufs, ninbufs, &r)) {
+        /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
+        reset_command_list(); release_resources(&t, &r);
+        replyf("{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"}"); return 0;
+    }
+    hr = execute(req, &t, c, &r);
     if (SUCCEEDED(hr) && device_removed()) hr = ((fn_removed)VT(dml)[15])(dml);
-    if (FAILED(hr)) {
-        result = -1;
-        replyf("{\"status\":\"device_removed\",\"stage\":\"execute\",\"hr\":\"0x%08lx\"}", (unsigned long)hr);
-    } else {
-        for (i = 0; i < nt; i++) {
-            void *p; UINT64 n; D3D12_RANGE rr;
-            if (!present[i] || !is_output[i] || !rb[i]) continue;
-            n = bdesc[i].TotalTensorSizeInBytes; rr.Begin = 0; rr.End = n;
-            outs[nouts].data = malloc(n ? n : 1); outs[nouts].len = (UINT)n;
-            ID3D12Resource_Map(rb[i], 0, &rr, &p); memcpy(outs[nouts].data, p, n); ID3D12Resource_Unmap(rb[i], 0, NULL);
-            nouts++;
-        }
-        reply("{\"status\":\"ok\"}", nouts, outs);
-        for (i = 0; i < nouts; i++) free(outs[i].data);
-    }
-    COM_RELEASE(bt);
-    if (tmp) ID3D12Resource_Release(tmp);
-    for (i = 0; i < nt; i++) { if (res[i]) ID3D12Resource_Release(res[i]); if (up[i]) ID3D12Resource_Release(up[i]); if (rb[i]) ID3D12Resource_Release(rb[i]); }
-    return result;
+    status = 0;
+    if (FAILED(hr)) { status = -1; replyf("{\"status\":\"device_removed\",\"stage\":\"execute\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); }
+    else reply_outputs(&t, &r);
+    release_resources(&t, &r);
+    return status;
 }
 
 static void do_info(void) {
