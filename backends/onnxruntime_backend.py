@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.model.descriptor import Case
+from harness.model.descriptor import Case, Descriptor
+from harness.spec.source import load_yaml
 from harness.model.layout import output_buffer, read_logical
 from harness.spec.operator import SpecSet, load_specs
 from harness.model.validator import case_verdict
@@ -32,6 +33,22 @@ OPSET = 21
 _ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "INT32": 6, "INT64": 7,
                "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
 _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
+MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
+_BUILDERS = {"node", "bitwise", "quantize"}
+
+
+def load_mapping(path: Path) -> dict[str, dict]:
+    """The operator table (backends/onnxruntime_ops.yaml), checked: a known builder per operator,
+    a node's op and inputs; SpecError naming file, line and key otherwise."""
+    src = load_yaml(path)
+    if not isinstance(src.data, dict):
+        raise src.error((), "expected a mapping of operator names")
+    for op, entry in src.data.items():
+        if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
+            raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
+        if entry["builder"] != "quantize" and (not isinstance(entry.get("op"), str) or not isinstance(entry.get("inputs"), list)):
+            raise src.error((op,), "a node or bitwise mapping needs op (an ONNX operator) and inputs (tensor fields)")
+    return dict(src.data)
 
 
 class OnnxRuntimeBackend:
@@ -41,6 +58,7 @@ class OnnxRuntimeBackend:
     def __init__(self, specs: SpecSet | None = None, provider: str = "CPUExecutionProvider", **_: Any) -> None:
         self.specs = specs or load_specs()
         self.provider = provider
+        self.mapping = load_mapping(MAPPING_FILE)
         self._sessions: dict[tuple, Any] = {}
         self._failures: dict[tuple, str] = {}
         self._lock = threading.Lock()
@@ -61,10 +79,10 @@ class OnnxRuntimeBackend:
         return True, ""
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(operators={"ELEMENT_WISE_SIGN", "ACTIVATION_HARD_SIGMOID", "ELEMENT_WISE_QUANTIZE_LINEAR",
-                                       "ELEMENT_WISE_BIT_NOT"},
+        return Capabilities(operators=set(self.mapping),
                             validates_descriptors=False,
-                            notes=["strided/broadcast inputs are materialised", "does not validate DirectML descriptors"])
+                            notes=["strided/broadcast inputs are materialised", "does not validate DirectML descriptors",
+                                   "operators mapped by backends/onnxruntime_ops.yaml"])
 
     def close(self) -> None:
         self._sessions.clear()
@@ -126,41 +144,47 @@ class OnnxRuntimeBackend:
             self._sessions[key] = session
         return session
 
-    def _compute(self, op: str, d, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
-        x = inputs["InputTensor"]
-        shape = tuple(x.shape)
-        if op == "ELEMENT_WISE_SIGN":
-            return self._unary("Sign", x, d.tensors["InputTensor"].data_type, shape)
-        if op == "ACTIVATION_HARD_SIGMOID":
-            spec = self.specs.operator(op)  # an absent attribute takes the spec's default
-            attrs = {onnx: float(np.float32(d.attributes.get(field, spec.field(field).default)))
-                     for onnx, field in (("alpha", "Alpha"), ("beta", "Beta"))}
-            return self._unary("HardSigmoid", x, d.tensors["InputTensor"].data_type, shape, attrs)
-        if op == "ELEMENT_WISE_BIT_NOT":
-            t = d.tensors["InputTensor"].data_type
-            dtype = self.specs.catalog.dtype(t)
-            if dtype.is_float:  # same bits, as unsigned integers
-                bits_type = _BITS_TYPE[dtype.bits]
-                return self._unary("BitwiseNot", x.view(dtype.bits_numpy), bits_type, shape).view(dtype.numpy)
-            return self._unary("BitwiseNot", x, t, shape)
-        if op == "ELEMENT_WISE_QUANTIZE_LINEAR":
+    def _compute(self, op: str, d: Descriptor, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
+        """The ONNX model of the operator's family builder (backends/onnxruntime_ops.yaml), run."""
+        entry = self.mapping.get(op)
+        if entry is None:
+            raise _Unsupported(f"no ONNX mapping for {op}")
+        if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
-        raise _Unsupported(f"no ONNX mapping for {op}")
+        names = entry["inputs"]
+        arrays = [inputs[name] for name in names]
+        types = [d.tensors[name].data_type for name in names]
+        if entry["builder"] == "bitwise":
+            dtype = self.specs.catalog.dtype(types[0])
+            if dtype.is_float:  # same bits, as unsigned integers
+                bits = [a.view(dtype.bits_numpy) for a in arrays]
+                return self._node(entry["op"], bits, [_BITS_TYPE[dtype.bits]] * len(bits), _BITS_TYPE[dtype.bits]).view(dtype.numpy)
+            return self._node(entry["op"], arrays, types, out_type)
+        spec = self.specs.operator(op)  # an absent attribute takes the spec's default
+        attrs = {onnx_name: float(np.float32(d.attributes.get(field, spec.field(field).default)))
+                 for onnx_name, field in entry.get("attributes", {}).items()}
+        return self._node(entry["op"], arrays, types, out_type, attrs)
 
-    def _unary(self, onnx_op: str, x: np.ndarray, t: str, shape: tuple, attrs: dict | None = None) -> np.ndarray:
-        if t not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {t}")
-        key = (onnx_op, t, shape, tuple(sorted((attrs or {}).items())))
+    def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
+              attrs: dict | None = None) -> np.ndarray:
+        """One ONNX node over dense inputs of the output's shape."""
+        for t in types + [out_type]:
+            if t not in _ONNX_TYPES:
+                raise _Unsupported(f"ONNX has no {t}")
+        shapes = [tuple(x.shape) for x in xs]
+        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())))
+        names = [f"x{i}" for i in range(len(xs))]
 
-        def build():
+        def build() -> Any:
             from onnx import helper
-            node = helper.make_node(onnx_op, ["x"], ["y"], **(attrs or {}))
-            graph = helper.make_graph([node], onnx_op, [helper.make_tensor_value_info("x", _ONNX_TYPES[t], list(shape))],
-                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[t], list(shape))])
+            node = helper.make_node(onnx_op, names, ["y"], **(attrs or {}))
+            graph = helper.make_graph([node], onnx_op,
+                                      [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(s)) for n, t, s in zip(names, types, shapes)],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shapes[0]))])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
-        return self._session(key, build).run(None, {"x": x})[0]
+        return self._session(key, build).run(None, dict(zip(names, xs)))[0]
 
-    def _quantize(self, d, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
+    def _quantize(self, d: Descriptor, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
         x, scale = inputs["InputTensor"], inputs["ScaleTensor"]
         zp = inputs.get("ZeroPointTensor")
         if zp is None:  # an absent zero point takes the value the spec states for it
@@ -174,7 +198,7 @@ class OnnxRuntimeBackend:
         key = ("QuantizeLinear", mode, axis, in_type, scale_type, out_type, shape)
 
         if mode == "decomposed":
-            def build():
+            def build() -> Any:
                 from onnx import TensorProto, helper
                 out = self.specs.catalog.dtype(out_type)
                 lo, hi = float(out.min), float(out.max)
@@ -206,7 +230,7 @@ class OnnxRuntimeBackend:
             s_in, z_in = scale[tuple(index)].copy(), zp[tuple(index)].copy()
             s_shape = [shape[axis]]
 
-        def build():
+        def build() -> Any:
             from onnx import helper
             attrs = {"axis": axis} if mode == "per_axis" else {}
             node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)

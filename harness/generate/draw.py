@@ -1,6 +1,10 @@
 """Small cached Hypothesis draws shared by the generators (uniform choices, integer ranges, seeds)."""
 from __future__ import annotations
 
+from typing import Sequence, TypeVar
+
+T = TypeVar("T")
+
 from functools import lru_cache
 
 from hypothesis import strategies as st
@@ -21,6 +25,6 @@ def choice(items: tuple) -> st.SearchStrategy:
     return st.sampled_from(items)
 
 
-def uniform(draw: st.DrawFn, items) -> object:
+def uniform(draw: st.DrawFn, items: Sequence[T]) -> T:
     """An even choice (Hypothesis's own choices favour the first items and small integers)."""
     return items[draw(INDEX) % len(items)]

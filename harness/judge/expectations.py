@@ -2,6 +2,12 @@
 whether it still reproduces (a probe that no longer diverges makes the expectation stale)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model.descriptor import Case
+    from harness.spec.operator import SpecSet
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,10 +40,14 @@ class ExpectationSet:
     backend: str
     items: list[Expectation] = field(default_factory=list)
 
-    def explain_status(self, operator: str, status: str, rule: str | None, reason: str) -> Expectation | None:
-        """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one does."""
+    def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
+                       data_type: str | None = None) -> Expectation | None:
+        """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one
+        does; one that names data_types explains cases of those (primary input) types only."""
         for item in self.items:
             if item.status == "mismatch" or item.operator != operator:
+                continue
+            if item.data_types and data_type is not None and data_type not in item.data_types:
                 continue
             if item.rule is not None and item.rule != rule:
                 continue
@@ -90,7 +100,7 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
 STALE = Status.STALE
 
 
-def probe_case(item: Expectation, specs, level: str):
+def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
     """The expectation's probe as a case (None when it has no probe)."""
     if not item.probe:
         return None

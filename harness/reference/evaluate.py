@@ -131,7 +131,7 @@ class Expected:
                 operands[var] = Operand(np.asarray(value), "constant", None)
         return operands, ctx, tensor_types
 
-    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray):
+    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Which of the backend's values at `flat_index` a conforming device may return, and the
         liberty tags each needed; None where the model does not apply (see `_legal_inputs`) or
         has no rule for the formula (`legal_note` then says why). Evaluated in blocks of

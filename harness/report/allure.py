@@ -7,6 +7,13 @@ the calls into result files when pytest runs with --alluredir; without it they d
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model.descriptor import Case
+    from harness.run.case import Outcome
+    from harness.spec.operator import OperatorSpec
+
 import io
 import json
 import re
@@ -104,7 +111,7 @@ def ulp_histogram_png(ulps: np.ndarray, title: str) -> bytes:
     return out.getvalue()
 
 
-def attach_outcome(outcome, spec, case) -> None:
+def attach_outcome(outcome: Outcome, spec: OperatorSpec, case: Case) -> None:
     """On a failure or divergence: the case file, the mismatch table, the descriptor, the ULP picture."""
     allure = _allure()
     if allure is None:
@@ -123,7 +130,7 @@ def attach_outcome(outcome, spec, case) -> None:
         allure.attach(png, name="ULP error distribution", attachment_type=t.PNG)
 
 
-def attach_liberties(outcome) -> None:
+def attach_liberties(outcome: Outcome) -> None:
     """On a pass that needed liberties of the precision model: which, and the elements that took them."""
     allure = _allure()
     if allure is None:

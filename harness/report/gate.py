@@ -8,6 +8,8 @@ on its backend: the divergence may be fixed, the file must say so). Several reco
 count as the worst of them. Prints a short summary first."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -27,7 +29,7 @@ class GateResult:
     stale: list[str] = field(default_factory=list)
 
 
-def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectations_dir=None) -> GateResult:
+def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectations_dir: Path | None = None) -> GateResult:
     """The verdict on a run's records and its manifest (None: no plan was found, which fails)."""
     completeness = check_completeness(manifest or Manifest(run_id=None), records)
     if not records:

@@ -7,6 +7,12 @@ its cell's completion marker with the number of cases it ran, which the gate che
 plan and the records."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model.descriptor import Case
+    from harness.run.case import Outcome
+
 import pytest
 from hypothesis import given, settings
 
@@ -39,7 +45,7 @@ class _Tally:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def add(self, outcome) -> None:
+    def add(self, outcome: Outcome) -> None:
         self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
         self.tags.update(outcome.record.tags)
         if outcome.status == UNSPECIFIED:
@@ -57,7 +63,7 @@ class _Tally:
         """The worst status of the cell's cases (its Allure category)."""
         return min((Status(s) for s in self.counts), key=severity, default=Status.PASS)
 
-    def finish(self, request) -> None:
+    def finish(self, request: pytest.FixtureRequest) -> None:
         """Mark the cell finished (with its case count), then give the test its outcome; each
         message starts with the status tag of its category."""
         request.config.dml_cells.finished(request.node.nodeid, self.total)
@@ -103,14 +109,14 @@ def _run_generated(request, backend, spec, strategy, kind, tally) -> None:
     the tally decides the outcome."""
     @_settings(request)
     @given(strategy)
-    def check(drawn):
+    def check(drawn: Case | list[Case]) -> None:
         for case in drawn if isinstance(drawn, list) else [drawn]:
             _run(request, backend, spec, case, kind, tally)
     check()
     tally.finish(request)
 
 
-def test_valid(request, valid_cell):
+def test_valid(request: pytest.FixtureRequest, valid_cell: tuple[str, str, str, str]) -> None:
     backend, op, level, dtype = valid_cell
     spec = request.config.dml_specs.operator(op)
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
@@ -118,14 +124,14 @@ def test_valid(request, valid_cell):
     _run_generated(request, backend, spec, valid_case_batches(spec, level, dtype, per_descriptor=per), "valid", _Tally())
 
 
-def test_invalid(request, invalid_cell):
+def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, str, str]) -> None:
     backend, op, level, rule = invalid_cell
     spec = request.config.dml_specs.operator(op)
     label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
     _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally())
 
 
-def test_example(request, example_cell):
+def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:
     backend, op, name = example_cell
     spec = request.config.dml_specs.operator(op)
     example = next(e for e in spec.examples if e.name == name)
@@ -140,10 +146,14 @@ def test_example(request, example_cell):
         import numpy as np
         for tensor, values in example.expected.items():
             got = outcome.diff.expected.outputs[tensor].ravel()
-            assert np.array_equal(got, np.asarray(values, dtype=got.dtype)), "the reference disagrees with the spec example"
+            want = np.asarray(values, dtype=got.dtype)  # NaN expects NaN (any payload), zeros their sign
+            same = np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+            if same and got.dtype.kind == "f":
+                same = bool(np.all(np.signbit(got[got == 0]) == np.signbit(want[want == 0])))
+            assert same, "the reference disagrees with the spec example"
 
 
-def test_sweep(request, sweep_cell):
+def test_sweep(request: pytest.FixtureRequest, sweep_cell: tuple) -> None:
     backend, sweep = sweep_cell
     specs = request.config.dml_specs
     spec = specs.operator(sweep.operator)
@@ -155,7 +165,7 @@ def test_sweep(request, sweep_cell):
     tally.finish(request)
 
 
-def test_expectation_probe(request, probe_cell):
+def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) -> None:
     """Each known divergence must still reproduce on its probe; if it no longer does, it is stale."""
     from harness.judge.expectations import STALE, probe_case
     from harness.run.case import device_level

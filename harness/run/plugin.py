@@ -15,6 +15,11 @@ marker when it ends normally (harness.run.manifest); the gate refuses a run with
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.spec.operator import SpecSet
+
 import uuid
 from pathlib import Path
 
@@ -196,7 +201,7 @@ def _clear_previous_run(config: pytest.Config, reports: Path) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
+def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker writes under the controller's run id."""
     node.workerinput["dml_run_id"] = node.config.dml_run_id
 
@@ -298,7 +303,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             writer.close()
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     if not getattr(config, "dml_is_run", False):
         return
     tr = terminalreporter
@@ -313,7 +318,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 
 @pytest.fixture(scope="session")
-def specs(request):
+def specs(request: pytest.FixtureRequest) -> SpecSet:
     return request.config.dml_specs
 
 

@@ -5,6 +5,11 @@ appears in `dmlconform backends` and can be chosen with `--backend NAME`, with n
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model.backend import Backend
+
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -39,7 +44,7 @@ def backend_entry_points() -> dict[str, Any]:
     return found
 
 
-def load_backend(name: str, **options: Any):
+def load_backend(name: str, **options: Any) -> Backend:
     """Instantiate a backend by name; ValueError lists the names that exist."""
     eps = backend_entry_points()
     if name not in eps:

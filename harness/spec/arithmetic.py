@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from harness.spec.source import SourcedYaml, load_yaml
 
@@ -52,7 +53,7 @@ class ArithmeticModel:
         return [self.liberty_names[lib] for i, lib in enumerate(LIBERTY_IDS) if tags & (1 << i)]
 
 
-def load_arithmetic(specs_dir: Path, schema_check) -> ArithmeticModel:
+def load_arithmetic(specs_dir: Path, schema_check: Callable[[SourcedYaml, dict], None]) -> ArithmeticModel:
     """Read and check `_arithmetic.yaml`; raise SpecError naming file, line and key on a problem."""
     src: SourcedYaml = load_yaml(Path(specs_dir) / ARITHMETIC_FILE)
     from harness.spec.schema import ARITHMETIC_SCHEMA

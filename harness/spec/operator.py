@@ -7,7 +7,7 @@ problem of a file with a `file:line: key.path: message` error; `lint_specs` coll
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -625,12 +625,23 @@ def _read_unspecified(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
         f = _formula(src, ("unspecified", index, "when"), raw["when"])
         _check_names(src, ("unspecified", index, "when"), f, scope.names, roles.tensors)
         ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
-        _check_kinds(src, ("unspecified", index, "when"), f, *((scope.evaluated, scope.generated) if ub else (scope.evaluated,)))
+        contexts = (scope.evaluated, scope.generated) if ub else (scope.evaluated,)
         if "applies_to" in raw:
             _check_types(src, ("unspecified", index, "applies_to"), raw["applies_to"], catalog)
+            # the rule is evaluated only where the output has one of these types: check it for those alone
+            contexts = tuple(_only_output_types(c, data["formula"]["output"], raw["applies_to"]) for c in contexts)
+        _check_kinds(src, ("unspecified", index, "when"), f, *contexts)
         unspecified.append(Unspecified(raw["id"], f, raw["why"], tuple(raw["applies_to"]) if "applies_to" in raw else None,
                                        raw.get("handled_by"), bool(raw.get("undefined_behaviour", False))))
     return unspecified
+
+
+def _only_output_types(facts: KindFacts, output: str, types: list[str]) -> KindFacts:
+    """`facts` with the output tensor's data types narrowed to `types` (an `applies_to` list)."""
+    tensors = dict(facts.tensors)
+    if output in tensors:
+        tensors[output] = {t: kind for t, kind in tensors[output].items() if t in types}
+    return replace(facts, tensors=tensors)
 
 
 def _read_comparisons(src: SourcedYaml, data: dict, catalog: Catalog, scope: _FormulaScope,

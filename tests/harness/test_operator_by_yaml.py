@@ -1,0 +1,62 @@
+"""Adding an operator of a covered family is adding a YAML file: a throw-away spec of the
+element-wise family (ACTIVATION_LINEAR, tests/fixtures/precision/) in a temporary specs directory
+runs end to end, with no Python change, on the reference, the worst legal device and the real
+DirectML.dll (whose runner marshals the desc struct from the spec's fields); ONNX Runtime, which
+maps operators by its table (backends/onnxruntime_ops.yaml), reports it unsupported, never a pass."""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.spec.operator import DEFAULT_SPECS_DIR
+from tests.helpers import directml_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "precision" / "ACTIVATION_LINEAR.yaml"
+
+
+def test_a_new_element_wise_operator_runs_from_its_yaml_alone(tmp_path):
+    directml_or_skip().close()  # the DirectML part is required where the stack is (CI)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for path in DEFAULT_SPECS_DIR.glob("*.yaml"):
+        shutil.copy(path, specs / path.name)
+    shutil.copy(FIXTURE, specs / FIXTURE.name)
+    reports = tmp_path / "reports"
+    cli = [sys.executable, "-m", "harness.cli", "--specs-dir", str(specs)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.run(cli + ["run", "--operator", "ACTIVATION_LINEAR", "--backend", "numpy", "--backend", "worst-legal",
+                                "--backend", "directml", "--backend", "onnxruntime", "--workers", "0",
+                                "--max-examples", "10", "--reports-dir", str(reports)],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    gate = subprocess.run(cli + ["gate", "--reports-dir", str(reports)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert gate.returncode == 0, gate.stdout[-2000:] + run.stdout[-2000:]
+    statuses = collections.defaultdict(collections.Counter)
+    reasons = set()
+    for path in (reports / "results").glob("results-*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            assert record["operator"] == "ACTIVATION_LINEAR"
+            statuses[record["backend"]][record["status"]] += 1
+            if record["backend"] == "onnxruntime":
+                reasons.add(record["summary"])
+    for backend in ("numpy", "worst-legal", "directml"):
+        assert statuses[backend]["pass"] > 0 and statuses[backend]["rejected-invalid"] > 0, (backend, statuses[backend])
+    assert set(statuses["onnxruntime"]) == {"unsupported"} and reasons == {"no ONNX mapping for ACTIVATION_LINEAR"}
+
+
+def test_the_onnx_mapping_table_names_what_is_wrong(tmp_path):
+    import pytest
+
+    from backends.onnxruntime_backend import MAPPING_FILE, load_mapping
+    from harness.spec.source import SpecError
+    table = load_mapping(MAPPING_FILE)
+    assert table["ELEMENT_WISE_ADD"] == {"builder": "node", "op": "Add", "inputs": ["ATensor", "BTensor"]}
+    bad = tmp_path / "ops.yaml"
+    bad.write_text("ELEMENT_WISE_SIGN: {builder: node, op: Sign, inputs: [InputTensor]}\nELEMENT_WISE_ADD: {builder: tree}\n")
+    with pytest.raises(SpecError) as raised:
+        load_mapping(bad)
+    assert "ops.yaml:2" in str(raised.value) and "ELEMENT_WISE_ADD" in str(raised.value) and "builder must be one of" in str(raised.value)
