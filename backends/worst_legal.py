@@ -260,6 +260,10 @@ def _walk(node: ast.AST, d: _Device) -> _V:
                 return _V(np.abs(v), args[0].is_float)
             if name == "round_half_even":
                 return _V(np.rint(v), True)
+            if name == "trunc":
+                return _V(np.trunc(v), True)
+            if name == "round_half_away":
+                return _V(np.copysign(np.floor(np.abs(v) + 0.5), v), True)
             if name == "isnan":
                 return _V(np.isnan(v).astype(np.float64), False)
             if name == "isinf":
@@ -354,6 +358,9 @@ class WorstLegalBackend:
             operands[var] = (np.asarray(ctx.variables[var]), "attribute", "FLOAT32" if is_float_field else None)
         for var in spec.formula.constants:
             operands[var] = (np.asarray(ctx.variables[var]), "constant", None)
+        for f in spec.attribute_fields:  # an enum attribute's members, by name
+            for member, value in (f.enum or {}).items():
+                operands[member] = (np.asarray(value), "constant", None)
         rng = np.random.default_rng(int.from_bytes(hashlib.sha256(case.case_id.encode()).digest()[:8], "little"))
         device = _Device(model, behaviour, rng, ctx, operands, n, self.beyond)
         values = _walk(spec.formula.expression.tree.body, device).v

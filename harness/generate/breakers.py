@@ -57,6 +57,17 @@ def _break_unknown_field(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Des
     return d, level
 
 
+def _break_enum_value(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
+    """An enum attribute set just past its members, or to 2^32 - 1 (None: the operator has no enum)."""
+    enums = [f for f in spec.attribute_fields if f.enum]
+    if not enums:
+        return None
+    f = draw(st.sampled_from(enums))
+    value = draw(st.sampled_from([max(f.enum.values()) + 1, 0xFFFFFFFF]))
+    d.attributes[f.name] = float(value)
+    return d, level
+
+
 def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     table = spec.table_at(level)
     required = [n for n in _present(d) if not table.tensors[n].optional]
@@ -246,6 +257,7 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
 BREAKERS: dict[str, Breaker] = {
     "operator.unavailable": _break_unavailable,
     "descriptor.unknown_field": _break_unknown_field,
+    "attribute.enum_value": _break_enum_value,
     "tensor.missing": _break_missing,
     "tensor.data_type": _break_data_type,
     "tensor.dimension_count": _break_dimension_count,
@@ -282,6 +294,8 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
         return False
     if rule == "tensor.missing":
         return any(not cell.optional for cell in table.tensors.values())
+    if rule == "attribute.enum_value":
+        return any(f.enum for f in spec.attribute_fields)
     if rule == "tensor.dimension_count":
         lo, hi = dim_range(spec, level, list(table.tensors))
         return lo > 1 or hi < 9

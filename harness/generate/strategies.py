@@ -22,6 +22,9 @@ from harness.generate.data import make_input_batch, make_inputs
 def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]:
     out = {}
     for f in spec.attribute_fields:
+        if f.enum is not None:  # every member, evenly
+            out[f.name] = st.sampled_from(sorted(float(v) for v in f.enum.values()))
+            continue
         pools = spec.attribute_values.get(f.name, {})
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])

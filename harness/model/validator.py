@@ -23,6 +23,7 @@ MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16
 GENERIC_RULES: dict[str, str] = {
     "operator.unavailable": "the operator is not available at this feature level",
     "descriptor.unknown_field": "the descriptor names a tensor the operator does not have",
+    "attribute.enum_value": "an enum attribute holds a value that is not a member of its enum",
     "tensor.missing": "a required tensor is absent",
     "tensor.data_type": "the tensor's data type is not in the support table at this level",
     "tensor.dimension_count": "the tensor's DimensionCount is outside the support table's range at this level",
@@ -103,6 +104,13 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
     for name in descriptor.tensors:
         if name not in field_names:
             out.append(Violation("descriptor.unknown_field", name, f"{spec.name} has no tensor field {name}"))
+
+    for f in spec.attribute_fields:
+        if f.enum is not None:
+            value = descriptor.attributes.get(f.name, f.default)
+            if value is not None and value not in f.enum.values():
+                out.append(Violation("attribute.enum_value", None, f"{f.name} = {value:g} is not a member of {f.c_type} "
+                                                                   f"({', '.join(f'{k}={v}' for k, v in f.enum.items())})"))
 
     table = spec.table_at(level)
     if table is None:

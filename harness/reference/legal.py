@@ -425,6 +425,9 @@ class LegalEvaluator:
                     out.append(Part(lo, hi, p.nan, p.tags, p.is_float))
                 elif name == "round_half_even":  # exact (round_ne), monotone
                     out.append(Part(np.rint(p.lo), np.rint(p.hi), p.nan, p.tags, True))
+                elif name in ("round_half_away", "trunc"):  # exact (round_ni/pi/z), monotone
+                    f = FUNCTIONS[name][1]
+                    out.append(Part(np.asarray(f(None, p.lo)), np.asarray(f(None, p.hi)), p.nan, p.tags, True))
                 else:  # f32 / f16: a conversion, rounded to nearest
                     target = np.float32 if name == "f32" else np.float16
                     out.append(Part(_nearest(p.lo, target), _nearest(p.hi, target), p.nan, p.tags, True))
@@ -453,7 +456,7 @@ _BINARY: dict[type, Callable[[LegalEvaluator, Value, Value], Value]] = {
     ast.BitAnd: lambda ev, a, b: ev.logic("and", a, b),
     ast.BitOr: lambda ev, a, b: ev.logic("or", a, b),
 }
-_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "round_half_even", "isnan", "isinf", "is_negzero",
+_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "round_half_even", "round_half_away", "trunc", "isnan", "isinf", "is_negzero",
               "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type"}
 _CONSTANT_FUNCTIONS = {"type_min", "type_max", "is_type"}
 

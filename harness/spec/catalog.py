@@ -11,11 +11,12 @@ import jsonschema
 import numpy as np
 
 from harness.spec.arithmetic import ArithmeticModel, load_arithmetic
-from harness.spec.schema import DATA_TYPES_SCHEMA, FEATURE_LEVELS_SCHEMA
+from harness.spec.schema import DATA_TYPES_SCHEMA, ENUMS_SCHEMA, FEATURE_LEVELS_SCHEMA
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
 
 DATA_TYPES_FILE = "_data_types.yaml"
 FEATURE_LEVELS_FILE = "_feature_levels.yaml"
+ENUMS_FILE = "_enums.yaml"
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Catalog:
     data_types: dict[str, DataType]
     levels: list[FeatureLevel]
     arithmetic: ArithmeticModel
+    enums: dict[str, dict[str, int]]  # DirectML enum -> member -> value (specs/_enums.yaml)
 
     def level(self, name: str) -> FeatureLevel:
         for level in self.levels:
@@ -112,7 +114,7 @@ def _schema_check(src: SourcedYaml, schema: dict) -> None:
 
 
 def load_catalog(specs_dir: Path) -> Catalog:
-    """Read `_data_types.yaml`, `_feature_levels.yaml` and `_arithmetic.yaml`; raise SpecError on any problem."""
+    """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml` and `_enums.yaml`; raise SpecError on any problem."""
     types_src = load_yaml(specs_dir / DATA_TYPES_FILE)
     _schema_check(types_src, DATA_TYPES_SCHEMA)
     levels_src = load_yaml(specs_dir / FEATURE_LEVELS_FILE)
@@ -143,7 +145,14 @@ def load_catalog(specs_dir: Path) -> Catalog:
                 raise types_src.error(("data_types", index, "numpy"), f"unknown NumPy dtype {raw['numpy']!r}") from None
         data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], raw["numpy"], raw["class"],
                                            raw.get("min"), raw.get("max"), raw["since"])
-    return Catalog(data_types=data_types, levels=levels, arithmetic=load_arithmetic(specs_dir, _schema_check))
+    enums_src = load_yaml(specs_dir / ENUMS_FILE)
+    _schema_check(enums_src, ENUMS_SCHEMA)
+    enums: dict[str, dict[str, int]] = {}
+    for name, members in enums_src.data["enums"].items():
+        if len(set(members.values())) != len(members):
+            raise enums_src.error(("enums", name), "two members share a value")
+        enums[name] = dict(members)
+    return Catalog(data_types=data_types, levels=levels, arithmetic=load_arithmetic(specs_dir, _schema_check), enums=enums)
 
 
 __all__ = ["Catalog", "DataType", "FeatureLevel", "SpecError", "load_catalog"]

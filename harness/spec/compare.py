@@ -11,6 +11,7 @@ from io import BytesIO
 from pathlib import Path
 
 from harness.spec.arithmetic import ARITHMETIC_FILE
+from harness.spec.catalog import ENUMS_FILE
 from harness.spec.operator import DEFAULT_SPECS_DIR, OperatorSpec, SpecSet, load_specs
 
 
@@ -28,10 +29,11 @@ def load_spec_source(source: str, workdir: Path) -> SpecSet:
     target = workdir / source.replace("/", "_")
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(target, filter="data")
-    # Revisions older than the precision model have no specs/_arithmetic.yaml; it changes no
-    # support table, formula or tolerance that a spec diff reports, so today's is used for them.
-    if not (target / "specs" / ARITHMETIC_FILE).exists() and (DEFAULT_SPECS_DIR / ARITHMETIC_FILE).exists():
-        shutil.copy(DEFAULT_SPECS_DIR / ARITHMETIC_FILE, target / "specs" / ARITHMETIC_FILE)
+    # Revisions older than a shared catalog file (the precision model, the enum catalog) lack it;
+    # none changes a support table, formula or tolerance that a spec diff reports, so today's is used.
+    for name in (ARITHMETIC_FILE, ENUMS_FILE):
+        if not (target / "specs" / name).exists() and (DEFAULT_SPECS_DIR / name).exists():
+            shutil.copy(DEFAULT_SPECS_DIR / name, target / "specs" / name)
     return load_specs(target / "specs")
 
 

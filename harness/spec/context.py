@@ -33,6 +33,8 @@ def formula_context(spec: OperatorSpec, tensor_types: dict[str, str], variables:
     if output_numpy_dtype is not None:
         ctx.output_numpy_dtype = output_numpy_dtype
     ctx.variables.update(attribute_values(spec, attributes))
+    for f in spec.attribute_fields:  # an enum attribute's members, by name
+        ctx.variables.update({member: np.int64(value) for member, value in (f.enum or {}).items()})
     for name, const in spec.formula.constants.items():
         ctx.variables[name] = np.asarray(const.evaluate(ctx))
     return ctx

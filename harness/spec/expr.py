@@ -210,6 +210,12 @@ def _select(condition: Any, a: Any, b: Any) -> Any:
     return mask.view(dtype_a)
 
 
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, halves away from zero (the sign of zero kept: -0.4 -> -0)."""
+    with np.errstate(invalid="ignore"):
+        return np.copysign(np.floor(np.abs(v) + 0.5), v) if np.asarray(v).size else v
+
+
 def _is_negzero(v: Any) -> np.ndarray:
     arr = _as_float(v)
     return (arr == 0) & np.signbit(arr)
@@ -223,6 +229,8 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "clamp": (3, lambda ctx, v, lo, hi: np.minimum(np.maximum(v, lo), hi)),
     "abs": (1, lambda ctx, v: np.abs(v)),
     "round_half_even": (1, lambda ctx, v: np.rint(_as_float(v))),
+    "round_half_away": (1, lambda ctx, v: _round_half_away(_as_float(v))),
+    "trunc": (1, lambda ctx, v: np.trunc(_as_float(v))),
     "isnan": (1, lambda ctx, v: np.isnan(_as_float(v))),
     "isinf": (1, lambda ctx, v: np.isinf(_as_float(v))),
     "is_negzero": (1, lambda ctx, v: _is_negzero(v)),
@@ -452,7 +460,7 @@ ANY_NUMBER: Kinds = frozenset({INTEGER, FLOAT})
 # can never be a float (a dead condition). The others are meaningful for any number.
 INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max"})
 FLOAT_ONLY_FUNCTIONS = frozenset({"isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"})
-_FLOAT_RESULTS = {"round_half_even", "f32", "f16", "ulp_out"}
+_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out"}
 
 
 @dataclass(frozen=True)
@@ -708,6 +716,8 @@ _EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "clamp": lambda v, lo, hi: _exact_min(_exact_max(v, lo), hi),
     "abs": abs,
     "round_half_even": _exact_round_half_even,
+    "round_half_away": lambda v: (1 if v >= 0 else -1) * ((abs(v) * 2 + 1) // 2),
+    "trunc": lambda v: (1 if v >= 0 else -1) * (abs(v) // 1),
 }
 
 

@@ -43,6 +43,7 @@ class FieldSpec:
     role: str  # input | output | attribute
     c_type: str
     default: float | None = None
+    enum: dict[str, int] | None = None  # an enum attribute's members (c_type names a catalog enum)
 
 
 @dataclass(frozen=True)
@@ -458,6 +459,9 @@ def _read_document(src: SourcedYaml) -> dict:
     return data
 
 
+SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT")
+
+
 def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[FieldSpec], _Roles]:
     """Read identity (name, introduction) and fields: unique names, defaults on attributes only, an output."""
     if data["operator"] != src.path.stem:
@@ -472,7 +476,17 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         seen_fields.add(raw["name"])
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
-        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default")))
+        enum = None
+        if raw["role"] == "attribute":
+            c_type = raw["c_type"]
+            if c_type in catalog.enums:
+                enum = dict(catalog.enums[c_type])
+                if "default" in raw and raw["default"] not in enum.values():
+                    raise src.error(("fields", index, "default"), f"{raw['default']!r} is not a value of {c_type} ({enum})")
+            elif c_type not in SCALAR_ATTRIBUTE_TYPES:
+                raise src.error(("fields", index, "c_type"), f"an attribute's c_type is one of {', '.join(SCALAR_ATTRIBUTE_TYPES)} "
+                                                             f"or an enum of specs/_enums.yaml ({', '.join(sorted(catalog.enums))}); found {c_type!r}")
+        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum))
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -570,7 +584,7 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
 
 
 def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[SupportTable],
-                  roles: _Roles) -> tuple[OperatorFormula, _FormulaScope]:
+                  roles: _Roles, fields: list[FieldSpec] | None = None) -> tuple[OperatorFormula, _FormulaScope]:
     """Read the formula: expression, inputs, output, attributes, constants (names and kinds), absent inputs."""
     tensor_names = roles.tensors
     fraw = data["formula"]
@@ -587,11 +601,14 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     constants = {name: _formula(src, ("formula", "constants", name), text) for name, text in fraw.get("constants", {}).items()}
     tensor_kinds = _tensor_type_kinds(support, catalog)
     constant_kinds: dict[str, Kinds] = {}
+    members = enum_members(fields or [])  # an enum attribute's members: named integers
+    for member in members:
+        constant_kinds[member] = frozenset({INTEGER})
     for name, c in constants.items():
         _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
         constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
                                             _kind_facts(fraw, support, tensor_kinds, constant_kinds))
-    names = set(fraw["inputs"]) | set(attrs) | set(constants)
+    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members)
     _check_names(src, ("formula", "expression"), expression, names, tensor_names)
     evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
     generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
@@ -604,6 +621,14 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"])
     return formula, _FormulaScope(names, evaluated, generated)
+
+
+def enum_members(fields: list[FieldSpec]) -> dict[str, int]:
+    """The members of every enum attribute, by name (what formulas may compare an enum field with)."""
+    out: dict[str, int] = {}
+    for f in fields:
+        out.update(f.enum or {})
+    return out
 
 
 def _check_absent_inputs(src: SourcedYaml, support: list[SupportTable], formula: OperatorFormula) -> None:
@@ -730,7 +755,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     support = _read_support(src, data, catalog, fields, roles)
     pairs = _read_in_place(src, data, roles)
     constraints = _read_constraints(src, data, catalog, roles)
-    formula, scope = _read_formula(src, data, catalog, support, roles)
+    formula, scope = _read_formula(src, data, catalog, support, roles, fields)
     _check_absent_inputs(src, support, formula)
     unspecified = _read_unspecified(src, data, catalog, scope, roles)
     comparison = _read_comparisons(src, data, catalog, scope, roles)

@@ -233,3 +233,13 @@ ARITHMETIC_SCHEMA: dict = {
                                       "fp32_attribute_flush", "fp32_result_flush", "min_max_nan"]}},
     },
 }
+
+ENUMS_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["enums"],
+    "properties": {"enums": {"type": "object", "propertyNames": {"pattern": "^DML_[A-Z0-9_]+$"},
+                             "additionalProperties": {"type": "object", "minProperties": 1,
+                                                      "propertyNames": {"pattern": "^[A-Z][A-Z0-9_]*$"},
+                                                      "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 4294967295}}}},
+}

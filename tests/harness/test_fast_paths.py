@@ -25,6 +25,7 @@ from harness.spec.expr import EvalContext, _select, parse_formula
 from harness.model.layout import pack_buffer
 from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
 from harness.reference.evaluate import expected_for
+from harness.spec.operator import enum_members
 from tests.helpers import SPECS
 
 N = 5000  # above the size where the branch-free selection is used
@@ -239,6 +240,7 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     variables = {var: rng.standard_normal(N) * 50 for var in spec.formula.inputs}
     variables.update({name: np.float64(0.25) for name in spec.formula.attributes})
     variables.update({"Min": -128, "Max": 127})
+    variables.update(enum_members(spec.fields))
     snapshot = {k: np.array(v, copy=True) for k, v in variables.items()}
     for formula, data_type in formulas:
         ctx = EvalContext(variables=variables, tensor_types={f.name: data_type for f in spec.tensor_fields},

@@ -61,7 +61,8 @@ def test_invalid_cases_break_exactly_their_rule(op):
 def _unreachable_rules(spec) -> set[str]:
     """The rules no descriptor of this operator can break alone, from the spec's own facts:
     operator.unavailable needs a level older than the introduction, in_place.not_allowed an
-    (output, input) pair the spec does not allow, in_place.layout_mismatch an allowed one."""
+    (output, input) pair the spec does not allow, in_place.layout_mismatch an allowed one,
+    attribute.enum_value an enum attribute."""
     unreachable = set()
     if all(spec.available_at(lvl) for lvl in LEVELS):
         unreachable.add("operator.unavailable")
@@ -70,16 +71,21 @@ def _unreachable_rules(spec) -> set[str]:
         unreachable.add("in_place.not_allowed")
     if not spec.in_place_allowed:
         unreachable.add("in_place.layout_mismatch")
+    if not any(f.enum for f in spec.attribute_fields):
+        unreachable.add("attribute.enum_value")
     return unreachable
 
 
 def test_unreachable_rules_of_the_seed_operators():
     """The derivation above, on the four seed operators: HARD_SIGMOID and QUANTIZE_LINEAR exist
-    from FL 1.0; QUANTIZE_LINEAR has no in-place pair, the others allow their only one."""
-    assert _unreachable_rules(SPECS.operator("ACTIVATION_HARD_SIGMOID")) == {"operator.unavailable", "in_place.not_allowed"}
-    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")) == {"operator.unavailable", "in_place.layout_mismatch"}
-    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_SIGN")) == {"in_place.not_allowed"}
-    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_BIT_NOT")) == {"in_place.not_allowed"}
+    from FL 1.0; QUANTIZE_LINEAR has no in-place pair, the others allow their only one; none has
+    an enum attribute (ELEMENT_WISE_ROUND's RoundingMode makes attribute.enum_value reachable)."""
+    none = "attribute.enum_value"
+    assert _unreachable_rules(SPECS.operator("ACTIVATION_HARD_SIGMOID")) == {"operator.unavailable", "in_place.not_allowed", none}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_QUANTIZE_LINEAR")) == {"operator.unavailable", "in_place.layout_mismatch", none}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_SIGN")) == {"in_place.not_allowed", none}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_BIT_NOT")) == {"in_place.not_allowed", none}
+    assert _unreachable_rules(SPECS.operator("ELEMENT_WISE_ROUND")) == {"in_place.not_allowed"}
 
 
 def test_every_rule_id_is_reached_by_some_operator():

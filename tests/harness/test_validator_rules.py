@@ -27,8 +27,14 @@ def edit(desc, tensor, **changes):
     return d
 
 
+def round_(mode: float) -> Descriptor:
+    return Descriptor("ELEMENT_WISE_ROUND", {"InputTensor": TensorDesc("FLOAT32", [1, 1, 2, 4]),
+                                            "OutputTensor": TensorDesc("FLOAT32", [1, 1, 2, 4])}, {"RoundingMode": mode})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
+    "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
     "operator.unavailable": (sign(), "2.0", sign(), "1.0"),
     "descriptor.unknown_field": (sign(), "4.1", Descriptor("ELEMENT_WISE_SIGN", {**sign().tensors, "BiasTensor": TensorDesc("FLOAT32", [1, 1, 2, 4])}), "4.1"),
     "tensor.missing": (quant(zp=None), "6.2", quant(zp=None), "6.1"),
