@@ -12,7 +12,7 @@ import numpy as np
 
 from harness import __version__
 from harness.model.descriptor import Case
-from harness.model.layout import output_buffer
+from harness.model.layout import output_buffers
 from harness.reference.evaluate import expected_for
 from harness.spec.operator import SpecSet, load_specs
 from harness.model.validator import case_verdict
@@ -43,15 +43,8 @@ class NumpyReferenceBackend:
         verdict = case_verdict(spec, case)
         if not verdict.accepted:
             return Rejected(verdict.summary())
-        catalog = self.specs.catalog
         result = expected_for(spec, case).outputs[spec.formula.output]  # computed once per case, shared with the diff
-        buffers: dict[str, bytes] = {}
-        for f in spec.output_fields:
-            desc = case.descriptor.tensors[f.name]
-            assert desc is not None
-            alias = case.descriptor.aliases.get(f.name)
-            buffers[f.name] = output_buffer(result, desc, catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
-        return Outputs(buffers)
+        return Outputs(output_buffers(spec, case, result))
 
     def close(self) -> None:
         pass

@@ -30,7 +30,7 @@ import numpy as np
 from harness import __version__
 from harness.model.backend import Capabilities, Outputs, Rejected, RunResult, Unsupported
 from harness.model.descriptor import Case
-from harness.model.layout import output_buffer, read_logical
+from harness.model.layout import output_buffers, read_logical
 from harness.model.validator import case_verdict
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import formula_context
@@ -309,25 +309,12 @@ class WorstLegalBackend:
             return Unsupported(f"the worst legal device has no point rule for {exc}")
         if values is None:
             return self._exact(spec, case)
-        catalog = self.specs.catalog
-        buffers: dict[str, bytes] = {}
-        for f in spec.output_fields:
-            desc = case.descriptor.tensors[f.name]
-            assert desc is not None
-            alias = case.descriptor.aliases.get(f.name)
-            buffers[f.name] = output_buffer(values, desc, catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
-        return Outputs(buffers)
+        return Outputs(output_buffers(spec, case, values))
 
     def _exact(self, spec: OperatorSpec, case: Case) -> RunResult:
         from harness.reference.evaluate import compute_outputs
         result, _, _ = compute_outputs(spec, case.descriptor, case.inputs)
-        catalog = self.specs.catalog
-        buffers = {}
-        for f in spec.output_fields:
-            desc = case.descriptor.tensors[f.name]
-            alias = case.descriptor.aliases.get(f.name)
-            buffers[f.name] = output_buffer(result, desc, catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
-        return Outputs(buffers)
+        return Outputs(output_buffers(spec, case, result))
 
     def _compute(self, spec: OperatorSpec, case: Case) -> np.ndarray | None:
         """The formula's outputs under this case's behaviour, in the output type; None for an integer-only formula."""

@@ -280,7 +280,7 @@ def cmd_directml(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def _directml_arguments(parser: argparse.ArgumentParser) -> None:
+def directml_arguments(parser: argparse.ArgumentParser) -> None:
     """pack/unpack (defined here, so that building the parser imports no backend)."""
     sub = parser.add_subparsers(dest="directml_command", required=True)
     p = sub.add_parser("pack", help="write a relocatable archive of the set-up DirectML stack (Wine, Xvfb, libraries, prefix, runner, DLLs)")
@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     directml = sub.add_parser("directml", help="the portable DirectML stack: pack the set-up one into an archive, unpack one")
     directml.set_defaults(func=cmd_directml)
-    _directml_arguments(directml)
+    directml_arguments(directml)
 
     reports_default = "reports"
     for name, func, text in [("matrix", cmd_matrix, "write the conformance matrix (HTML, Markdown, JSON) from a run's results"),

@@ -389,15 +389,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="directml_command", required=True)
-    p = sub.add_parser("pack", help="write a relocatable archive of the set-up DirectML stack (Wine, Xvfb, libraries, prefix, runner, DLLs)")
-    p.add_argument("archive", help="output file, e.g. stack.tar.xz")
-    p.add_argument("--stack", default=None, help="the set-up stack to pack (default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
-    p.add_argument("--with-llvm", action="store_true", help="bundle lavapipe's LLVM too (about +40 MiB xz; for CPU-only targets without Debian 12's LLVM 15)")
-    p.add_argument("--xz-preset", type=int, default=6, choices=range(0, 10), metavar="0-9", help="xz compression preset (default 6)")
-    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR")
-    u.add_argument("archive")
-    u.add_argument("dir")
+    """pack/unpack's arguments: the command line's own definition (harness.cli), in one place."""
+    from harness.cli import directml_arguments
+    directml_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

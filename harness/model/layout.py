@@ -17,7 +17,8 @@ import numpy as np
 from harness.spec.catalog import DataType
 
 if TYPE_CHECKING:  # annotations only: harness.model.wellformed (imported by descriptor) uses this module
-    from harness.model.descriptor import TensorDesc
+    from harness.model.descriptor import Case, TensorDesc
+    from harness.spec.operator import OperatorSpec
 
 MAX_ELEMENTS = 2**32 - 1
 
@@ -167,3 +168,15 @@ def output_overlaps(desc: TensorDesc, limit: int = 1 << 16) -> bool:
     for size, stride in dims:
         offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
     return len(np.unique(offsets)) != len(offsets)
+
+
+def output_buffers(spec: "OperatorSpec", case: "Case", values: np.ndarray) -> dict[str, bytes]:
+    """Every output field's whole buffer holding `values` (see output_buffer): what a backend that
+    computes the formula in NumPy returns."""
+    buffers: dict[str, bytes] = {}
+    for f in spec.output_fields:
+        desc = case.descriptor.tensors[f.name]
+        assert desc is not None
+        alias = case.descriptor.aliases.get(f.name)
+        buffers[f.name] = output_buffer(values, desc, spec.catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
+    return buffers
