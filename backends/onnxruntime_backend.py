@@ -163,24 +163,37 @@ class OnnxRuntimeBackend:
         spec = self.specs.operator(op)  # an absent attribute takes the spec's default
         attrs = {onnx_name: float(np.float32(d.attributes.get(field, spec.field(field).default)))
                  for onnx_name, field in entry.get("attributes", {}).items()}
-        return self._node(entry["op"], arrays, types, out_type, attrs)
+        prescale = None
+        if "scale_bias" in entry and f"{entry['scale_bias']}.Scale" in d.attributes:  # x * Scale + Bias first
+            if types[0] not in ("FLOAT32", "FLOAT16", "FLOAT64"):
+                raise _Unsupported(f"ONNX: a scale and bias on {types[0]} tensors is not expressible (float constants)")
+            prescale = (float(np.float32(d.attributes[f"{entry['scale_bias']}.Scale"])),
+                        float(np.float32(d.attributes[f"{entry['scale_bias']}.Bias"])))
+        return self._node(entry["op"], arrays, types, out_type, attrs, prescale)
 
     def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
-              attrs: dict | None = None) -> np.ndarray:
-        """One ONNX node over dense inputs of the output's shape."""
+              attrs: dict | None = None, prescale: tuple[float, float] | None = None) -> np.ndarray:
+        """One ONNX node over dense inputs of the output's shape; `prescale` (scale, bias) puts a
+        Mul and an Add on the first input (DirectML's DML_SCALE_BIAS)."""
         for t in types + [out_type]:
             if t not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {t}")
         shapes = [tuple(x.shape) for x in xs]
-        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())))
+        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale)
         names = [f"x{i}" for i in range(len(xs))]
 
         def build() -> Any:
             from onnx import helper
-            node = helper.make_node(onnx_op, names, ["y"], **(attrs or {}))
-            graph = helper.make_graph([node], onnx_op,
+            nodes, inits, node_inputs = [], [], list(names)
+            if prescale is not None:
+                nodes += [helper.make_node("Mul", [names[0], "scale"], ["scaled"]), helper.make_node("Add", ["scaled", "bias"], ["biased"])]
+                inits += [helper.make_tensor("scale", _ONNX_TYPES[types[0]], [], [prescale[0]]),
+                          helper.make_tensor("bias", _ONNX_TYPES[types[0]], [], [prescale[1]])]
+                node_inputs[0] = "biased"
+            nodes.append(helper.make_node(onnx_op, node_inputs, ["y"], **(attrs or {})))
+            graph = helper.make_graph(nodes, onnx_op,
                                       [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(s)) for n, t, s in zip(names, types, shapes)],
-                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shapes[0]))])
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shapes[0]))], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, dict(zip(names, xs)))[0]
 

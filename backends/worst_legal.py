@@ -35,7 +35,7 @@ from harness.model.validator import case_verdict
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
-from harness.spec.operator import OperatorSpec, SpecSet, load_specs
+from harness.spec.operator import OperatorSpec, SpecSet, load_specs, struct_variables
 
 _NUMPY = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
 _WIDTH = {"FLOAT16": 0, "FLOAT32": 1, "FLOAT64": 2}
@@ -341,7 +341,13 @@ class WorstLegalBackend:
                 operands[var] = (np.broadcast_to(raw, shape).reshape(-1).astype(np.float64), "input", desc.data_type)
         ctx = formula_context(spec, tensor_types, {}, descriptor.attributes)
         for var in spec.formula.attributes:
-            is_float_field = spec.field(var).c_type == "FLOAT"
+            field = spec.field(var)
+            if field.struct is not None:  # has_F and the members F_M (FLOAT states)
+                for name, is_member in struct_variables([field]).items():
+                    operands[name] = (np.asarray(ctx.variables[name]), "attribute" if is_member else "constant",
+                                      "FLOAT32" if is_member else None)
+                continue
+            is_float_field = field.c_type == "FLOAT"
             operands[var] = (np.asarray(ctx.variables[var]), "attribute", "FLOAT32" if is_float_field else None)
         for var in spec.formula.constants:
             operands[var] = (np.asarray(ctx.variables[var]), "constant", None)

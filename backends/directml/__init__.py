@@ -235,6 +235,11 @@ class DirectMLBackend:
         for f in spec.fields:
             if f.role != "attribute":
                 fields.append({"kind": "tensor", "tensor": names.index(f.name)})
+            elif f.struct is not None:  # a pointer to the members, or null when the descriptor has none
+                present = any(f"{f.name}.{m}" in d.attributes for m, _ in f.struct)
+                fields.append({"kind": "struct", "present": int(present),
+                               "members": [{"kind": "float" if c == "FLOAT" else "uint", "value": d.attributes.get(f"{f.name}.{m}", 0.0)}
+                                           for m, c in f.struct]})
             elif f.c_type == "FLOAT":
                 fields.append({"kind": "float", "value": float(d.attributes.get(f.name, f.default or 0.0))})
             else:

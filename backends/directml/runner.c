@@ -224,19 +224,37 @@ static int read_tensors(jnode *req, run_tensors *t) {
     return 1;
 }
 
-/* The operator's desc struct: tensor pointers (8-byte aligned) and 4-byte scalars, in field order. */
+/* One 4-byte scalar (FLOAT or UINT) of a field or struct member, at 4-byte alignment. */
+static size_t pack_scalar(jnode *f, unsigned char *out, size_t off, size_t cap) {
+    off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return cap;
+    if (!strcmp(jstr(f, "kind"), "float")) { float v = (float)jnum(f, "value", 0); memcpy(out + off, &v, 4); }
+    else { UINT v = (UINT)jnum(f, "value", 0); memcpy(out + off, &v, 4); }
+    return off + 4;
+}
+
+#define MAX_STRUCTS 8
+static unsigned char struct_storage[MAX_STRUCTS][64]; /* what struct-pointer fields point to, per request */
+
+/* The operator's desc struct: tensor and struct pointers (8-byte aligned) and 4-byte scalars, in
+   field order; a struct field points at its members packed in struct_storage, or is NULL. */
 static void pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, size_t cap) {
-    jnode *fields = jget(req, "fields"); size_t off = 0; int i;
+    jnode *fields = jget(req, "fields"); size_t off = 0; int i, nstruct = 0;
     memset(opdesc, 0, cap);
     for (i = 0; fields && i < fields->count; i++) {
         jnode *f = fields->items[i]; const char *kind = jstr(f, "kind");
-        if (!strcmp(kind, "tensor")) {
+        if (!strcmp(kind, "struct")) {
+            jnode *members = jget(f, "members"); const void *p = NULL; int j; size_t moff = 0;
+            if ((int)jnum(f, "present", 0) && nstruct < MAX_STRUCTS) {
+                unsigned char *dst = struct_storage[nstruct++]; memset(dst, 0, sizeof struct_storage[0]);
+                for (j = 0; members && j < members->count; j++) moff = pack_scalar(members->items[j], dst, moff, sizeof struct_storage[0]);
+                p = dst;
+            }
+            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+        } else if (!strcmp(kind, "tensor")) {
             int ti = (int)jnum(f, "tensor", -1); const DML_TENSOR_DESC *p = (ti >= 0 && ti < t->nt && t->present[ti]) ? &t->tdesc[ti] : NULL;
             off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
-        } else if (!strcmp(kind, "float")) {
-            float v = (float)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return; memcpy(opdesc + off, &v, 4); off += 4;
         } else {
-            UINT v = (UINT)jnum(f, "value", 0); off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return; memcpy(opdesc + off, &v, 4); off += 4;
+            off = pack_scalar(f, opdesc, off, cap); if (off >= cap) return;
         }
     }
 }

@@ -25,6 +25,8 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         if f.enum is not None:  # every member, evenly
             out[f.name] = st.sampled_from(sorted(float(v) for v in f.enum.values()))
             continue
+        if f.struct is not None:
+            continue  # drawn whole by _struct_values (present or a null pointer)
         pools = spec.attribute_values.get(f.name, {})
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
@@ -34,6 +36,24 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         # a FLOAT field holds a float32: record the value the desc struct holds, not the pool's
         # double, so a case file names what ran and one descriptor has one case id
         out[f.name] = drawn.map(lambda v: float(np.float32(v))) if f.c_type == "FLOAT" else drawn
+    return out
+
+
+@st.composite
+def _struct_values(draw: st.DrawFn, spec: OperatorSpec) -> dict[str, float]:
+    """Each struct-pointer field: a null pointer (no attributes) a third of the time, else every
+    member as `Field.Member`, from the spec's pools (`attribute_values` keyed Field.Member) or
+    float32 values."""
+    out: dict[str, float] = {}
+    for f in spec.attribute_fields:
+        if f.struct is None or draw(st.integers(0, 2)) == 0:
+            continue
+        for member, c_type in f.struct:
+            pools = spec.attribute_values.get(f"{f.name}.{member}", {})
+            choices = list(pools.get("ordinary", [])) + list(pools.get("edge", []))
+            floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
+            value = draw(st.one_of(st.sampled_from(choices), floats) if choices else floats)
+            out[f"{f.name}.{member}"] = float(np.float32(value)) if c_type == "FLOAT" else float(value)
     return out
 
 
@@ -70,6 +90,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
     attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
+    attributes.update(draw(_struct_values(spec)))
     return Descriptor(spec.name, tensors, attributes, aliases)
 
 

@@ -32,6 +32,7 @@ class Expectation:
     status: str = "mismatch"                    # the classification it explains
     rule: str | None = None                     # for invalid cases: the rule the case breaks
     reason_contains: str | None = None          # for status expectations: text the backend's reason holds
+    attributes_present: tuple[str, ...] = ()    # for status expectations: attributes the descriptor sets
     probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
 
 
@@ -41,13 +42,15 @@ class ExpectationSet:
     items: list[Expectation] = field(default_factory=list)
 
     def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
-                       data_type: str | None = None) -> Expectation | None:
+                       data_type: str | None = None, attributes: dict | None = None) -> Expectation | None:
         """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one
         does; one that names data_types explains cases of those (primary input) types only."""
         for item in self.items:
             if item.status == "mismatch" or item.operator != operator:
                 continue
             if item.data_types and data_type is not None and data_type not in item.data_types:
+                continue
+            if item.attributes_present and not all(a in (attributes or {}) for a in item.attributes_present):
                 continue
             if item.rule is not None and item.rule != rule:
                 continue
@@ -93,7 +96,8 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
             raise src.error(("expectations", index, "when"), str(exc)) from None
         items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
                                  tuple(raw["input_types"]) if "input_types" in raw else None, status,
-                                 raw.get("rule"), raw.get("reason_contains"), raw.get("probe")))
+                                 raw.get("rule"), raw.get("reason_contains"),
+                                 attributes_present=tuple(raw.get("attributes_present", ())), probe=raw.get("probe")))
     return ExpectationSet(backend, items)
 
 
@@ -108,7 +112,8 @@ def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
     from harness.generate.cases import case_from_arrays
     spec = specs.operator(item.operator)
     values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe["inputs"].items()}
-    case = case_from_arrays(spec, level, dict(item.probe["types"]), values, origin=f"probe:{item.id}")
+    case = case_from_arrays(spec, level, dict(item.probe["types"]), values, origin=f"probe:{item.id}",
+                            attributes=dict(item.probe.get("attributes", {})) or None)
     if item.probe.get("rule"):
         case.expect_valid, case.broken_rule = False, item.probe["rule"]
     return case

@@ -211,7 +211,15 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     for name, desc in case.descriptor.tensors.items():
         if desc is not None:
             check_tensor(f"descriptor.tensors.{name}", desc, catalog)
-    c_types = {f.name: f.c_type for f in spec.attribute_fields}
+    c_types = {f.name: f.c_type for f in spec.attribute_fields if f.struct is None}
+    for f in spec.attribute_fields:  # a struct pointer's members are attributes Field.Member, all or none
+        if f.struct is not None:
+            c_types.update({f"{f.name}.{member}": c_type for member, c_type in f.struct})
+            given = [m for m, _ in f.struct if f"{f.name}.{m}" in case.descriptor.attributes]
+            if given and len(given) != len(f.struct):
+                missing = [f"{f.name}.{m}" for m, _ in f.struct if m not in given]
+                raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} needs every member or none (a null pointer); "
+                                                                         f"missing {', '.join(missing)}")
     for name, value in case.descriptor.attributes.items():
         if name not in c_types:
             raise CaseFormatError(f"descriptor.attributes.{name}", f"{spec.desc_struct} has no attribute {short(name)} "

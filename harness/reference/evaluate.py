@@ -23,7 +23,7 @@ from harness.model.descriptor import Case, Descriptor
 from harness.spec.context import attribute_values, formula_context
 from harness.spec.expr import EvalContext, NotExact, evaluate_exact, is_f32_denormal
 from harness.model.layout import read_logical
-from harness.spec.operator import OperatorSpec
+from harness.spec.operator import OperatorSpec, struct_variables
 
 
 
@@ -119,11 +119,14 @@ class Expected:
         if not compute_types(spec.catalog.arithmetic, tensor_types):
             return None
         ctx = self._subset_context(name, flat_index)
+        members = struct_variables([f for f in spec.attribute_fields if f.name in spec.formula.attributes])
         operands: dict[str, Operand] = {}
         for var, value in ctx.variables.items():
             tensor = spec.formula.inputs.get(var)
             if tensor is not None and descriptor.tensors.get(tensor) is not None:
                 operands[var] = Operand(np.asarray(value), "input", descriptor.tensors[tensor].data_type)
+            elif members.get(var):  # a struct member: a FLOAT state, like a FLOAT attribute
+                operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32")
             elif var in spec.formula.attributes:
                 is_float_field = spec.field(var).c_type == "FLOAT"
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_field else None)

@@ -106,7 +106,8 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in FAILURES:
-        explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary, data_type)
+        explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary, data_type,
+                                                case.descriptor.attributes)
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     case_file = None

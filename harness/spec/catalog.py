@@ -11,12 +11,13 @@ import jsonschema
 import numpy as np
 
 from harness.spec.arithmetic import ArithmeticModel, load_arithmetic
-from harness.spec.schema import DATA_TYPES_SCHEMA, ENUMS_SCHEMA, FEATURE_LEVELS_SCHEMA
+from harness.spec.schema import DATA_TYPES_SCHEMA, ENUMS_SCHEMA, FEATURE_LEVELS_SCHEMA, STRUCTS_SCHEMA
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
 
 DATA_TYPES_FILE = "_data_types.yaml"
 FEATURE_LEVELS_FILE = "_feature_levels.yaml"
 ENUMS_FILE = "_enums.yaml"
+STRUCTS_FILE = "_structs.yaml"
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Catalog:
     levels: list[FeatureLevel]
     arithmetic: ArithmeticModel
     enums: dict[str, dict[str, int]]  # DirectML enum -> member -> value (specs/_enums.yaml)
+    structs: dict[str, tuple[tuple[str, str], ...]]  # DirectML struct -> (member, C type) in order (specs/_structs.yaml)
 
     def level(self, name: str) -> FeatureLevel:
         for level in self.levels:
@@ -114,7 +116,7 @@ def _schema_check(src: SourcedYaml, schema: dict) -> None:
 
 
 def load_catalog(specs_dir: Path) -> Catalog:
-    """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml` and `_enums.yaml`; raise SpecError on any problem."""
+    """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml`, `_enums.yaml` and `_structs.yaml`; raise SpecError on any problem."""
     types_src = load_yaml(specs_dir / DATA_TYPES_FILE)
     _schema_check(types_src, DATA_TYPES_SCHEMA)
     levels_src = load_yaml(specs_dir / FEATURE_LEVELS_FILE)
@@ -152,7 +154,11 @@ def load_catalog(specs_dir: Path) -> Catalog:
         if len(set(members.values())) != len(members):
             raise enums_src.error(("enums", name), "two members share a value")
         enums[name] = dict(members)
-    return Catalog(data_types=data_types, levels=levels, arithmetic=load_arithmetic(specs_dir, _schema_check), enums=enums)
+    structs_src = load_yaml(specs_dir / STRUCTS_FILE)
+    _schema_check(structs_src, STRUCTS_SCHEMA)
+    structs = {name: tuple((m["name"], m["c_type"]) for m in members) for name, members in structs_src.data["structs"].items()}
+    return Catalog(data_types=data_types, levels=levels, arithmetic=load_arithmetic(specs_dir, _schema_check),
+                   enums=enums, structs=structs)
 
 
 __all__ = ["Catalog", "DataType", "FeatureLevel", "SpecError", "load_catalog"]

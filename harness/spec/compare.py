@@ -11,7 +11,7 @@ from io import BytesIO
 from pathlib import Path
 
 from harness.spec.arithmetic import ARITHMETIC_FILE
-from harness.spec.catalog import ENUMS_FILE
+from harness.spec.catalog import ENUMS_FILE, STRUCTS_FILE
 from harness.spec.operator import DEFAULT_SPECS_DIR, OperatorSpec, SpecSet, load_specs
 
 
@@ -31,7 +31,7 @@ def load_spec_source(source: str, workdir: Path) -> SpecSet:
         tar.extractall(target, filter="data")
     # Revisions older than a shared catalog file (the precision model, the enum catalog) lack it;
     # none changes a support table, formula or tolerance that a spec diff reports, so today's is used.
-    for name in (ARITHMETIC_FILE, ENUMS_FILE):
+    for name in (ARITHMETIC_FILE, ENUMS_FILE, STRUCTS_FILE):
         if not (target / "specs" / name).exists() and (DEFAULT_SPECS_DIR / name).exists():
             shutil.copy(DEFAULT_SPECS_DIR / name, target / "specs" / name)
     return load_specs(target / "specs")

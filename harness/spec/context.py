@@ -16,9 +16,18 @@ from harness.spec.operator import OperatorSpec
 
 
 def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[str, np.float64]:
-    """Each attribute the formula names, as the device holds it, as a float64 scalar."""
+    """Each attribute the formula names, as the device holds it, as a float64 scalar (a struct
+    pointer as has_<Field> and its members <Field>_<Member>)."""
     out = {}
     for name in spec.formula.attributes:
+        field = spec.field(name)
+        if field.struct is not None:  # a struct pointer: has_F, and F_M (0 where the pointer is null)
+            present = any(f"{name}.{member}" in attributes for member, _ in field.struct)
+            out[f"has_{name}"] = np.float64(1.0 if present else 0.0)
+            for member, c_type in field.struct:
+                value = attributes.get(f"{name}.{member}", 0.0) if present else 0.0
+                out[f"{name}_{member}"] = np.float64(np.float32(value)) if c_type == "FLOAT" else np.float64(value)
+            continue
         value = attributes.get(name, spec.field(name).default)
         value = 0.0 if value is None else value
         out[name] = np.float64(np.float32(value)) if spec.field(name).c_type == "FLOAT" else np.float64(value)

@@ -193,8 +193,13 @@ def _select(condition: Any, a: Any, b: Any) -> Any:
     already has the result's shape, the choice is made with bit masks instead:
     b ^ ((a ^ b) & -condition), on the bits viewed as unsigned integers.
     """
-    a, b = _typed_literals([a, b])  # np.where(c, -1, uint16_values) would wrap -1 (NumPy 2.5: raise)
     c = np.asarray(condition)
+    if c.ndim == 0:
+        # one choice for every element (an attribute's condition, e.g. has_ScaleBias): the chosen
+        # operand, never promoted against the other (INT64 beyond 2^53 next to a float), and a copy:
+        # callers may reuse a where() result in place, and the operand may be a bound input
+        return np.array(a if bool(c) else b, copy=True)
+    a, b = _typed_literals([a, b])  # np.where(c, -1, uint16_values) would wrap -1 (NumPy 2.5: raise)
     dtype_a, dtype_b = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if (c.dtype != np.bool_ or c.size < _SELECT_MIN_ELEMENTS or dtype_a is None or dtype_a != dtype_b
             or dtype_a.kind not in "iuf" or np.broadcast_shapes(c.shape, np.shape(a), np.shape(b)) != c.shape):

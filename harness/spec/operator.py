@@ -44,6 +44,7 @@ class FieldSpec:
     c_type: str
     default: float | None = None
     enum: dict[str, int] | None = None  # an enum attribute's members (c_type names a catalog enum)
+    struct: tuple[tuple[str, str], ...] | None = None  # a struct pointer's members (c_type `const STRUCT*`)
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,8 @@ class OperatorSpec:
         return self.comparison.get(data_type, self.comparison["default"])
 
     def default_attributes(self) -> dict[str, float]:
-        return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields}
+        """Each scalar attribute's value when a descriptor does not set it (a struct pointer: null)."""
+        return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields if f.struct is None}
 
 
 @dataclass
@@ -476,17 +478,24 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         seen_fields.add(raw["name"])
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
-        enum = None
+        enum = struct = None
         if raw["role"] == "attribute":
             c_type = raw["c_type"]
-            if c_type in catalog.enums:
+            pointee = c_type[len("const "):-1].strip() if c_type.startswith("const ") and c_type.endswith("*") else None
+            if pointee in catalog.structs:
+                struct = catalog.structs[pointee]
+                if "default" in raw:
+                    raise src.error(("fields", index, "default"), "a struct pointer takes no default (absent is a null pointer)")
+            elif c_type in catalog.enums:
                 enum = dict(catalog.enums[c_type])
                 if "default" in raw and raw["default"] not in enum.values():
                     raise src.error(("fields", index, "default"), f"{raw['default']!r} is not a value of {c_type} ({enum})")
             elif c_type not in SCALAR_ATTRIBUTE_TYPES:
-                raise src.error(("fields", index, "c_type"), f"an attribute's c_type is one of {', '.join(SCALAR_ATTRIBUTE_TYPES)} "
-                                                             f"or an enum of specs/_enums.yaml ({', '.join(sorted(catalog.enums))}); found {c_type!r}")
-        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum))
+                raise src.error(("fields", index, "c_type"), f"an attribute's c_type is one of {', '.join(SCALAR_ATTRIBUTE_TYPES)}, "
+                                                             f"an enum of specs/_enums.yaml ({', '.join(sorted(catalog.enums))}) or a "
+                                                             f"pointer to a struct of specs/_structs.yaml ({', '.join(f'const {n}*' for n in sorted(catalog.structs))}); "
+                                                             f"found {c_type!r}")
+        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct))
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -604,11 +613,14 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     members = enum_members(fields or [])  # an enum attribute's members: named integers
     for member in members:
         constant_kinds[member] = frozenset({INTEGER})
+    struct_names = struct_variables([f for f in fields or [] if f.name in fraw.get("attributes", ())])
+    for name, is_member in struct_names.items():  # has_F (0 or 1) and F_M (the member's value)
+        constant_kinds[name] = frozenset({FLOAT}) if is_member else frozenset({INTEGER})
     for name, c in constants.items():
         _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
         constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
                                             _kind_facts(fraw, support, tensor_kinds, constant_kinds))
-    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members)
+    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names)
     _check_names(src, ("formula", "expression"), expression, names, tensor_names)
     evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
     generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
@@ -621,6 +633,16 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"])
     return formula, _FormulaScope(names, evaluated, generated)
+
+
+def struct_variables(fields: list[FieldSpec]) -> dict[str, bool]:
+    """The formula names of struct-pointer fields: has_<Field> (False) and <Field>_<Member> (True)."""
+    out: dict[str, bool] = {}
+    for f in fields:
+        if f.struct is not None:
+            out[f"has_{f.name}"] = False
+            out.update({f"{f.name}_{member}": True for member, _ in f.struct})
+    return out
 
 
 def enum_members(fields: list[FieldSpec]) -> dict[str, int]:
@@ -697,7 +719,7 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles) -> dict:
     """Read attribute_values: each key names an attribute field."""
     attribute_values = data.get("attribute_values", {})
     for name in attribute_values:
-        if name not in roles.attributes:
+        if name.split(".")[0] not in roles.attributes:  # "Field" or "Field.Member" of a struct pointer
             raise src.error(("attribute_values", name), f"{name!r} is not an attribute field")
     return attribute_values
 

@@ -243,3 +243,14 @@ ENUMS_SCHEMA: dict = {
                                                       "propertyNames": {"pattern": "^[A-Z][A-Z0-9_]*$"},
                                                       "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 4294967295}}}},
 }
+
+STRUCTS_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["structs"],
+    "properties": {"structs": {"type": "object", "propertyNames": {"pattern": "^DML_[A-Z0-9_]+$"},
+                               "additionalProperties": {"type": "array", "minItems": 1, "items": {
+                                   "type": "object", "additionalProperties": False, "required": ["name", "c_type"],
+                                   "properties": {"name": {"type": "string", "pattern": "^[A-Z][A-Za-z0-9]*$"},
+                                                  "c_type": {"enum": ["FLOAT", "UINT", "INT"]}}}}}},
+}

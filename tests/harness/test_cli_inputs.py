@@ -85,7 +85,7 @@ def test_run_honours_specs_dir(tmp_path):
     """A specs directory with SIGN alone: the run plans and records SIGN and nothing else."""
     specs = tmp_path / "specs"
     specs.mkdir()
-    for name in ("_data_types.yaml", "_feature_levels.yaml", "_arithmetic.yaml", "_enums.yaml", "ELEMENT_WISE_SIGN.yaml"):
+    for name in ("_data_types.yaml", "_feature_levels.yaml", "_arithmetic.yaml", "_enums.yaml", "_structs.yaml", "ELEMENT_WISE_SIGN.yaml"):
         shutil.copy(DEFAULT_SPECS_DIR / name, specs / name)
     reports = tmp_path / "reports"
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "--specs-dir", str(specs), "run", "--backend", "numpy",

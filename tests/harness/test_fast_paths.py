@@ -25,7 +25,7 @@ from harness.spec.expr import EvalContext, _select, parse_formula
 from harness.model.layout import pack_buffer
 from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
 from harness.reference.evaluate import expected_for
-from harness.spec.operator import enum_members
+from harness.spec.operator import enum_members, struct_variables
 from tests.helpers import SPECS
 
 N = 5000  # above the size where the branch-free selection is used
@@ -241,6 +241,7 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     variables.update({name: np.float64(0.25) for name in spec.formula.attributes})
     variables.update({"Min": -128, "Max": 127})
     variables.update(enum_members(spec.fields))
+    variables.update({name: np.float64(0.25 if member else 1.0) for name, member in struct_variables(spec.attribute_fields).items()})
     snapshot = {k: np.array(v, copy=True) for k, v in variables.items()}
     for formula, data_type in formulas:
         ctx = EvalContext(variables=variables, tensor_types={f.name: data_type for f in spec.tensor_fields},
