@@ -14,10 +14,10 @@ from harness import __version__
 from harness.model.descriptor import Case
 from harness.model.layout import output_buffers
 from harness.reference.evaluate import expected_for
-from harness.spec.operator import SpecSet, load_specs
-from harness.model.validator import case_verdict
+from harness.spec.operator import OperatorSpec, SpecSet, load_specs
+from harness.model.validator import spec_for_case
 
-from harness.model.backend import Capabilities, Outputs, Rejected, RunResult, Unsupported
+from harness.model.backend import Capabilities, Outputs, RunResult
 
 
 class NumpyReferenceBackend:
@@ -37,12 +37,9 @@ class NumpyReferenceBackend:
         return Capabilities(validates_descriptors=True, is_reference=True, notes=["the reference: spec formulas and the spec validator"])
 
     def run(self, case: Case) -> RunResult:
-        spec = self.specs.operators.get(case.operator)
-        if spec is None:
-            return Unsupported(f"no spec for operator {case.operator}")
-        verdict = case_verdict(spec, case)
-        if not verdict.accepted:
-            return Rejected(verdict.summary())
+        spec = spec_for_case(self.specs, case)
+        if not isinstance(spec, OperatorSpec):
+            return spec  # no spec, or an invalid descriptor: rejected as DirectML would
         result = expected_for(spec, case).outputs[spec.formula.output]  # computed once per case, shared with the diff
         return Outputs(output_buffers(spec, case, result))
 

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from harness import __version__
-from harness.model.backend import Capabilities, Outputs, Rejected, RunResult, Unsupported
+from harness.model.backend import Capabilities, Outputs, RunResult, Unsupported
 from harness.model.descriptor import Case
 from harness.model.layout import output_buffers, read_logical
-from harness.model.validator import case_verdict
+from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
@@ -282,6 +282,8 @@ class WorstLegalBackend:
     beyond: str | None = None
 
     def __init__(self, specs: SpecSet | None = None, **_: object) -> None:
+        if self.beyond is not None and self.beyond not in BEYOND:
+            raise ValueError(f"beyond must be one of {', '.join(BEYOND)}, not {self.beyond!r}")
         self.specs = specs or load_specs()
 
     def version(self) -> str:
@@ -295,12 +297,9 @@ class WorstLegalBackend:
         return Capabilities(validates_descriptors=True, notes=["every liberty of specs/_arithmetic.yaml, at random and at the edges"])
 
     def run(self, case: Case) -> RunResult:
-        spec = self.specs.operators.get(case.operator)
-        if spec is None:
-            return Unsupported(f"no spec for operator {case.operator}")
-        verdict = case_verdict(spec, case)
-        if not verdict.accepted:
-            return Rejected(verdict.summary())
+        spec = spec_for_case(self.specs, case)
+        if not isinstance(spec, OperatorSpec):
+            return spec  # no spec, or an invalid descriptor: rejected as DirectML would
         if spec.formula.operands == "raw_bits":
             return self._exact(spec, case)  # bit operations have no arithmetic liberty
         try:

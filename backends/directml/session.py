@@ -123,19 +123,12 @@ class WineSession:
 
     def _start_wineserver(self, env: dict[str, str], timeout: float) -> None:
         """`wineserver -pN` daemonises once its socket is ready; when a server already runs for
-        the prefix, it returns at once and that one is used."""
-        server = self.stack.wineserver()
-        out = self._output()
-        try:
-            subprocess.run([str(server), f"-p{PERSIST_S}"], env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                           start_new_session=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise SessionError(f"wineserver did not start within {timeout:.0f} s") from None
-        finally:
-            if out is not subprocess.DEVNULL:
-                out.close()
+        the prefix, it returns at once (with a non-zero code) and that one is used."""
+        self._run_detached([str(self.stack.wineserver()), f"-p{PERSIST_S}"], env, timeout, "wineserver", must_succeed=False)
 
-    def _run_detached(self, command: list[str], env: dict[str, str], timeout: float, what: str) -> None:
+    def _run_detached(self, command: list[str], env: dict[str, str], timeout: float, what: str,
+                      must_succeed: bool = True) -> None:
+        """Run `command` in its own session, stdio away from the runner's pipes, and wait for it."""
         out = self._output()
         try:
             proc = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
@@ -145,5 +138,5 @@ class WineSession:
         finally:
             if out is not subprocess.DEVNULL:
                 out.close()
-        if proc.returncode != 0:
+        if must_succeed and proc.returncode != 0:
             raise SessionError(f"{what} failed (exit code {proc.returncode}); run with WINEDEBUG=err+all to see why")

