@@ -87,10 +87,22 @@ def _number(value: Any, key: str) -> float:
         raise CaseFormatError(key, f"{short(value)} is beyond any floating-point value") from None
 
 
+def _attribute(value: Any, key: str) -> float | list[int]:
+    """A scalar attribute (a number) or an array attribute (a list of integers, at most 64)."""
+    if isinstance(value, list):
+        if len(value) > MAX_ARRAY_ATTRIBUTE:
+            raise CaseFormatError(key, f"{len(value)} entries; an array attribute holds at most {MAX_ARRAY_ATTRIBUTE}")
+        return _integers(value, key)
+    return _number(value, key)
+
+
 def _text(value: Any, key: str) -> str:
     if not isinstance(value, str):
         raise CaseFormatError(key, f"expected a string, found {_kind(value)} {short(value)}")
     return value
+
+
+MAX_ARRAY_ATTRIBUTE = 64  # no DirectML array field is longer (8 dimensions, 2 per pad side); bounds a case file
 
 
 @dataclass
@@ -140,7 +152,7 @@ class Descriptor:
 
     operator: str
     tensors: dict[str, TensorDesc | None]
-    attributes: dict[str, float] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)  # numbers; lists of ints for array fields
     aliases: dict[str, str] = field(default_factory=dict)  # output field -> input field sharing its memory
 
     def with_tensor(self, name: str, desc: TensorDesc | None) -> "Descriptor":
@@ -163,7 +175,7 @@ class Descriptor:
         aliases = _mapping(_optional(raw, "aliases", {}), aliases_key)
         return cls(operator=_text(_required(raw, "operator", key), _join(key, "operator")),
                    tensors={n: (TensorDesc.from_dict(t, _join(tensors_key, n)) if t is not None else None) for n, t in tensors.items()},
-                   attributes={k: _number(v, _join(attributes_key, k)) for k, v in attributes.items()},
+                   attributes={k: _attribute(v, _join(attributes_key, k)) for k, v in attributes.items()},
                    aliases={k: _text(v, _join(aliases_key, k)) for k, v in aliases.items()})
 
     def key(self) -> str:

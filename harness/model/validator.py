@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from harness.spec.catalog import Catalog
 from harness.model.descriptor import Case, Descriptor, TensorDesc
+from harness.model.facts import attribute_names, tensor_facts
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.operator import OperatorSpec, SpecSet
@@ -97,6 +98,31 @@ def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool
                 out.append(Violation("tensor.output_overlap", name, f"strides {effective_strides(desc)} overlap for sizes {desc.sizes}"))
 
 
+def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Violation]:
+    """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
+    what is not there (an absent tensor, an index past a list's end) is not in force: another rule
+    reports the cause (tensor.missing, or the rule that keeps the index in range)."""
+    rules = [c for c in spec.constraints if c.rule in ("expression", "shape")]
+    if not rules:
+        return []
+    names, tensors = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    out = []
+    for c in rules:
+        if c.guard is not None and not c.guard.evaluate(names, tensors):
+            continue
+        if c.rule == "expression":
+            holds = c.check.evaluate(names, tensors) if c.check is not None else True
+            if holds is not None and not holds:
+                out.append(Violation(c.rule_id, None, f"{c.text} ({c.check.text} does not hold)"))
+            continue
+        tensor = c.tensors[0]
+        desc = descriptor.tensors.get(tensor)
+        want = c.sizes.evaluate(names, tensors) if c.sizes is not None else None
+        if desc is not None and want is not None and list(desc.sizes) != want:
+            out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, expected {want}"))
+    return out
+
+
 def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
     """Every rule `descriptor` breaks for `spec` on a device at feature level `level`."""
     catalog = spec.catalog
@@ -149,6 +175,7 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
         elif c.rule == "data_type_in":
             for n in offenders:
                 out.append(Violation(c.rule_id, n, c.text + f" Found {present_types[n]}"))
+    out.extend(expression_violations(spec, descriptor))
 
     allowed_pairs = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     for output, inp in descriptor.aliases.items():

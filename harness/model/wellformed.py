@@ -211,7 +211,11 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     for name, desc in case.descriptor.tensors.items():
         if desc is not None:
             check_tensor(f"descriptor.tensors.{name}", desc, catalog)
-    c_types = {f.name: f.c_type for f in spec.attribute_fields if f.struct is None}
+    c_types = {f.name: f.c_type for f in spec.attribute_fields if f.struct is None and not f.is_count}
+    arrays = {f.name: f.element for f in spec.attribute_fields if f.is_array}
+    for f in spec.attribute_fields:  # an array is always set (its count field is its length, never set itself)
+        if f.is_array and not isinstance(case.descriptor.attributes.get(f.name), list):
+            raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} array (with {f.count}) must be a list of integers")
     for f in spec.attribute_fields:  # a struct pointer's members are attributes Field.Member, all or none
         if f.struct is not None:
             c_types.update({f"{f.name}.{member}": c_type for member, c_type in f.struct})
@@ -224,6 +228,10 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
         if name not in c_types:
             raise CaseFormatError(f"descriptor.attributes.{name}", f"{spec.desc_struct} has no attribute {short(name)} "
                                                                    f"(attributes: {', '.join(c_types) or 'none'})")
+        if name in arrays:
+            for index, item in enumerate(value):
+                check_attribute(f"descriptor.attributes.{name}[{index}]", item, arrays[name] or "UINT")
+            continue
         check_attribute(f"descriptor.attributes.{name}", value, c_types[name])
     check_aliases(spec, case)
     present_inputs = {f.name for f in spec.input_fields if case.descriptor.tensors.get(f.name) is not None}

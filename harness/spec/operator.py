@@ -16,7 +16,9 @@ import numpy as np
 
 from harness.spec.catalog import Catalog, DataType, load_catalog
 from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
+from harness.spec.families import FamilySpec, read_family
 from harness.spec.schema import OPERATOR_SCHEMA
+from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
 
 def _default_specs_dir() -> Path:
@@ -45,6 +47,17 @@ class FieldSpec:
     default: float | None = None
     enum: dict[str, int] | None = None  # an enum attribute's members (c_type names a catalog enum)
     struct: tuple[tuple[str, str], ...] | None = None  # a struct pointer's members (c_type `const STRUCT*`)
+    element: str | None = None  # an array's element C type (c_type `const UINT*` with `count`)
+    count: str | None = None  # an array: the field that holds its length
+    count_of: str | None = None  # a count field: the array whose length it is (never set by a descriptor)
+
+    @property
+    def is_array(self) -> bool:
+        return self.element is not None
+
+    @property
+    def is_count(self) -> bool:
+        return self.count_of is not None
 
 
 @dataclass(frozen=True)
@@ -93,11 +106,14 @@ class Constraint:
     """A tensor constraint; its validator rule id is `constraint.<id>`."""
 
     id: str
-    rule: str  # same_data_type | same_shape | data_type_in
+    rule: str  # same_data_type | same_shape | data_type_in | expression | shape
     tensors: tuple[str, ...]
     types: tuple[str, ...]
     when: Condition | None
     text: str
+    check: ShapeExpr | None = None   # rule expression: what must hold
+    sizes: ShapeExpr | None = None   # rule shape: the Sizes `tensors[0]` must have (generation derives them)
+    guard: ShapeExpr | None = None   # an expression `when`: the rule is in force only where it holds
 
     @property
     def rule_id(self) -> str:
@@ -111,7 +127,7 @@ class Constraint:
         """The present tensors whose data types break this constraint (empty: it holds, or it is
         about shapes). The one definition of the type constraints, for the validator and for
         generation's type assignments; `None` is an absent tensor."""
-        if self.rule == "same_shape" or not self.applies(tensor_types):
+        if self.rule in ("same_shape", "expression", "shape") or not self.applies(tensor_types):
             return []
         present = [t for t in self.tensors if tensor_types.get(t) is not None]
         if self.rule == "same_data_type":
@@ -157,6 +173,7 @@ class OperatorFormula:
     absent_inputs: dict[str, float]
     rounding: str | None
     output: str
+    family: FamilySpec | None = None  # index-space semantics: the family plug-in and its parameters
 
 
 @dataclass(frozen=True)
@@ -167,9 +184,10 @@ class Example:
     source: str
     types: dict[str, str]
     sizes: tuple[int, ...] | None
-    attributes: dict[str, float]
+    attributes: dict[str, Any]
     inputs: dict[str, list[float]]
     expected: dict[str, list[float]]
+    tensor_sizes: dict[str, tuple[int, ...]] | None = None  # per tensor, where shapes differ
 
 
 @dataclass(frozen=True)
@@ -247,8 +265,15 @@ class OperatorSpec:
         return self.comparison.get(data_type, self.comparison["default"])
 
     def default_attributes(self) -> dict[str, float]:
-        """Each scalar attribute's value when a descriptor does not set it (a struct pointer: null)."""
-        return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields if f.struct is None}
+        """Each scalar attribute's value when a descriptor does not set it (a struct pointer: null;
+        an array and its count field: no default, a descriptor always sets the array)."""
+        return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields
+                if f.struct is None and not f.is_array and not f.is_count}
+
+    @property
+    def shape_rules(self) -> list[Constraint]:
+        """The `shape` constraints: the Sizes of derived tensors, in spec order."""
+        return [c for c in self.constraints if c.rule == "shape"]
 
 
 @dataclass
@@ -391,6 +416,8 @@ def _check_example(src: SourcedYaml, path: tuple, raw: dict, catalog: Catalog) -
                 if problem:
                     raise src.error(path + (section, tname, index), problem)
     count = max((len(v) for section in ("inputs", "expected") for v in raw[section].values()), default=0)
+    if "tensor_sizes" in raw:
+        return
     if count == 0:
         raise src.error(path + ("inputs",), "an example needs at least one value per tensor")
     if "sizes" in raw:
@@ -478,11 +505,23 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         seen_fields.add(raw["name"])
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
-        enum = struct = None
+        enum = struct = element = None
+        if raw["role"] != "attribute" and ("count" in raw or "count_of" in raw):
+            raise src.error(("fields", index), "only attributes are arrays or count fields")
         if raw["role"] == "attribute":
             c_type = raw["c_type"]
             pointee = c_type[len("const "):-1].strip() if c_type.startswith("const ") and c_type.endswith("*") else None
-            if pointee in catalog.structs:
+            if "count" in raw:  # an array: `const UINT*` (or INT, FLOAT) whose length another field holds
+                if pointee not in SCALAR_ATTRIBUTE_TYPES:
+                    raise src.error(("fields", index, "c_type"), f"an array field's c_type is a pointer to one of "
+                                                                 f"{', '.join(SCALAR_ATTRIBUTE_TYPES)}, found {c_type!r}")
+                if "default" in raw:
+                    raise src.error(("fields", index, "default"), "an array takes no default")
+                element = pointee
+            elif "count_of" in raw:
+                if c_type != "UINT" or "default" in raw:
+                    raise src.error(("fields", index), "a count field is a UINT without a default (it is the array's length)")
+            elif pointee in catalog.structs:
                 struct = catalog.structs[pointee]
                 if "default" in raw:
                     raise src.error(("fields", index, "default"), "a struct pointer takes no default (absent is a null pointer)")
@@ -495,13 +534,20 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
                                                              f"an enum of specs/_enums.yaml ({', '.join(sorted(catalog.enums))}) or a "
                                                              f"pointer to a struct of specs/_structs.yaml ({', '.join(f'const {n}*' for n in sorted(catalog.structs))}); "
                                                              f"found {c_type!r}")
-        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct))
+        fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
+                                raw.get("count"), raw.get("count_of")))
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
                    attributes={f.name for f in fields if f.role == "attribute"})
     if not roles.outputs:
         raise src.error(("fields",), "an operator needs at least one output tensor field")
+    by_name = {f.name: (i, f) for i, f in enumerate(fields)}
+    for index, f in enumerate(fields):  # arrays and count fields name each other
+        if f.count is not None and (f.count not in by_name or by_name[f.count][1].count_of != f.name):
+            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field with count_of: {f.name}")
+        if f.count_of is not None and (f.count_of not in by_name or by_name[f.count_of][1].count != f.name):
+            raise src.error(("fields", index, "count_of"), f"{f.count_of!r} must be an array field with count: {f.name}")
     return fields, roles
 
 
@@ -558,7 +604,44 @@ def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[s
     return pairs
 
 
-def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles) -> list[Constraint]:
+def shape_names(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> set[str]:
+    """The names a shape or constraint expression may read: every attribute field (scalars, arrays,
+    count fields) and every enum member."""
+    return {f.name for f in fields if f.role == "attribute" and f.struct is None} | set(enum_members(list(fields)))
+
+
+def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles) -> ShapeExpr:
+    try:
+        return parse_shape_expr(text, shape_names(fields), roles.tensors)
+    except FormulaError as exc:
+        raise src.error(path, str(exc)) from None
+
+
+def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields: list[FieldSpec], roles: _Roles) -> Constraint:
+    """Rule `expression` (a truth the descriptor must satisfy) or `shape` (the Sizes of one tensor)."""
+    guard = None
+    if "when" in raw:
+        if not isinstance(raw["when"], str):
+            raise src.error(path + ("when",), f"rule {raw['rule']} takes an expression as 'when'")
+        guard = _shape_expr(src, path + ("when",), raw["when"], fields, roles)
+    if raw["rule"] == "expression":
+        if "expression" not in raw or "sizes" in raw:
+            raise src.error(path, "rule expression needs 'expression' (and no 'sizes')")
+        check = _shape_expr(src, path + ("expression",), raw["expression"], fields, roles)
+        named = tuple(sorted(t for t in roles.tensors if f"{t}." in raw["expression"]))
+        return Constraint(raw["id"], "expression", named, (), None, raw["text"], check=check, guard=guard)
+    if "sizes" not in raw or "tensor" not in raw or "expression" in raw:
+        raise src.error(path, "rule shape needs 'tensor' and 'sizes' (and no 'expression')")
+    if raw["tensor"] not in roles.tensors:
+        raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not a tensor field")
+    sizes = _shape_expr(src, path + ("sizes",), raw["sizes"], fields, roles)
+    if f"{raw['tensor']}." in raw["sizes"]:
+        raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on {raw['tensor']} itself")
+    return Constraint(raw["id"], "shape", (raw["tensor"],), (), None, raw["text"], sizes=sizes, guard=guard)
+
+
+def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles,
+                      fields: list[FieldSpec] | None = None) -> list[Constraint]:
     """Read the constraints: unique ids, the keys each rule needs, known tensors and types, conditions."""
     tensor_names = roles.tensors
     constraints: list[Constraint] = []
@@ -568,6 +651,9 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
         if raw["id"] in seen_ids:
             raise src.error(path + ("id",), f"duplicate constraint id {raw['id']}")
         seen_ids.add(raw["id"])
+        if raw["rule"] in ("expression", "shape"):
+            constraints.append(_read_expression_constraint(src, path, raw, fields or [], roles))
+            continue
         if raw["rule"] == "data_type_in":
             if "tensor" not in raw or "types" not in raw:
                 raise src.error(path, "rule data_type_in needs 'tensor' and 'types'")
@@ -583,6 +669,8 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
         when = None
         if "when" in raw:
             w = raw["when"]
+            if not isinstance(w, dict):
+                raise src.error(path + ("when",), f"rule {raw['rule']} takes a tensor type condition as 'when'")
             if w["tensor"] not in tensor_names:
                 raise src.error(path + ("when", "tensor"), f"{w['tensor']!r} is not a tensor field")
             _check_types(src, path + ("when", "types" if "types" in w else "types_not"), w.get("types", w.get("types_not")), catalog)
@@ -630,8 +718,14 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         if var not in fraw["inputs"]:
             raise src.error(("formula", "absent_inputs", var), f"{var!r} is not a formula input")
         absent[var] = float(raw["value"])
+    family = None
+    if "family" in fraw:
+        try:
+            family = read_family(fraw["family"], fields or [], shape_names(fields or []), roles.tensors)
+        except FormulaError as exc:
+            raise src.error(("formula", "family"), str(exc)) from None
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
-                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"])
+                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family)
     return formula, _FormulaScope(names, evaluated, generated)
 
 
@@ -668,7 +762,11 @@ def _read_unspecified(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
                       roles: _Roles) -> list[Unspecified]:
     """Read the unspecified regions: their conditions' names and kinds, and the types they apply to."""
     unspecified = []
+    ids: set[str] = set()
     for index, raw in enumerate(data.get("unspecified", [])):
+        if raw["id"] in ids:
+            raise src.error(("unspecified", index, "id"), f"duplicate unspecified id {raw['id']}")
+        ids.add(raw["id"])
         f = _formula(src, ("unspecified", index, "when"), raw["when"])
         _check_names(src, ("unspecified", index, "when"), f, scope.names, roles.tensors)
         ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
@@ -715,12 +813,34 @@ def _read_comparisons(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
     return comparison
 
 
-def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles) -> dict:
-    """Read attribute_values: each key names an attribute field."""
-    attribute_values = data.get("attribute_values", {})
-    for name in attribute_values:
+def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: list[FieldSpec] | None = None) -> dict:
+    """Read attribute_values: each key names an attribute field; an array's entry (`subset_of`) is
+    parsed as a shape expression, a scalar's (`ordinary`, `edge`) is a pool of numbers."""
+    attribute_values = dict(data.get("attribute_values", {}))
+    by_name = {f.name: f for f in fields or []}
+    for name, raw in attribute_values.items():
         if name.split(".")[0] not in roles.attributes:  # "Field" or "Field.Member" of a struct pointer
             raise src.error(("attribute_values", name), f"{name!r} is not an attribute field")
+        owner = by_name.get(name.split(".")[0])
+        if owner is not None and ("." in name) != (owner.struct is not None):
+            raise src.error(("attribute_values", name), f"{owner.name} is {'a struct pointer: name its members as ' + owner.name + '.MEMBER' if owner.struct else 'not a struct pointer'}")
+        if owner is not None and owner.struct is not None and name.split(".", 1)[1] not in {m for m, _ in owner.struct}:
+            raise src.error(("attribute_values", name), f"{owner.c_type} has no member {name.split('.', 1)[1]!r} (members: {', '.join(m for m, _ in owner.struct)})")
+        if owner is not None and owner.c_type in ("UINT", "INT") and not owner.is_array:
+            low, high = (0, 2**32 - 1) if owner.c_type == "UINT" else (-(2**31), 2**31 - 1)
+            for key in ("ordinary", "edge"):
+                for i, v in enumerate(raw.get(key, [])):
+                    if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
+                        raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
+        is_array = name in by_name and by_name[name].is_array
+        if is_array != ("subset_of" in raw):
+            raise src.error(("attribute_values", name), "an array field's values are given by 'subset_of', a scalar's by 'ordinary'/'edge'")
+        if is_array:
+            attribute_values[name] = dict(raw, subset_of=_shape_expr(src, ("attribute_values", name, "subset_of"),
+                                                                    raw["subset_of"], list(fields or []), roles))
+    for f in fields or []:
+        if f.is_array and f.name not in attribute_values:
+            raise src.error(("attribute_values",), f"array field {f.name} needs attribute_values.{f.name}.subset_of (what generation draws from)")
     return attribute_values
 
 
@@ -728,16 +848,29 @@ def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles
     """Read the examples: types for every tensor, equal lengths, known fields, values within their types."""
     tensor_names = roles.tensors
     examples = []
+    names: set[str] = set()
     for index, raw in enumerate(data.get("examples", [])):
         path = ("examples", index)
+        if raw["name"] in names:
+            raise src.error(path + ("name",), f"duplicate example name {raw['name']} (a test runs per name)")
+        names.add(raw["name"])
         if set(raw["types"]) != tensor_names:
             raise src.error(path + ("types",), f"types must name every tensor field: {', '.join(sorted(tensor_names))}")
         for tname, tt in raw["types"].items():
             if tt not in catalog.data_types:
                 raise src.error(path + ("types", tname), f"unknown data type {tt!r}")
-        lengths = {len(v) for v in list(raw["inputs"].values()) + list(raw["expected"].values())}
-        if len(lengths) != 1:
-            raise src.error(path, "all input and expected lists must have the same length")
+        tensor_sizes = raw.get("tensor_sizes")
+        if tensor_sizes is not None:  # shapes differ per tensor: each list holds its tensor's elements
+            if "sizes" in raw or set(tensor_sizes) != tensor_names:
+                raise src.error(path + ("tensor_sizes",), f"tensor_sizes (instead of sizes) names every tensor field: {', '.join(sorted(tensor_names))}")
+            for section in ("inputs", "expected"):
+                for tname, values in raw[section].items():
+                    if len(values) != math.prod(tensor_sizes.get(tname, [0])):
+                        raise src.error(path + (section, tname), f"{len(values)} value(s) for sizes {tensor_sizes.get(tname)}")
+        else:
+            lengths = {len(v) for v in list(raw["inputs"].values()) + list(raw["expected"].values())}
+            if len(lengths) != 1:
+                raise src.error(path, "all input and expected lists must have the same length")
         for tname in raw["inputs"]:
             if tname not in roles.inputs:
                 raise src.error(path + ("inputs", tname), f"{tname!r} is not an input field")
@@ -751,7 +884,8 @@ def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles
         examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),
                                 tuple(raw["sizes"]) if "sizes" in raw else None, dict(raw.get("attributes", {})),
                                 {k: list(v) for k, v in raw["inputs"].items()},
-                                {k: list(v) for k, v in raw["expected"].items()}))
+                                {k: list(v) for k, v in raw["expected"].items()},
+                                {k: tuple(v) for k, v in tensor_sizes.items()} if tensor_sizes is not None else None))
     return examples
 
 
@@ -776,12 +910,12 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     fields, roles = _read_fields(src, data, catalog)
     support = _read_support(src, data, catalog, fields, roles)
     pairs = _read_in_place(src, data, roles)
-    constraints = _read_constraints(src, data, catalog, roles)
+    constraints = _read_constraints(src, data, catalog, roles, fields)
     formula, scope = _read_formula(src, data, catalog, support, roles, fields)
     _check_absent_inputs(src, support, formula)
     unspecified = _read_unspecified(src, data, catalog, scope, roles)
     comparison = _read_comparisons(src, data, catalog, scope, roles)
-    attribute_values = _read_attribute_values(src, data, roles)
+    attribute_values = _read_attribute_values(src, data, roles, fields)
     examples = _read_examples(src, data, catalog, roles)
     favour = _read_generation(src, data, scope, roles)
 

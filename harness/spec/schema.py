@@ -53,7 +53,9 @@ _EXAMPLE = {
         "source": {"type": "string"},
         "types": {"type": "object", "additionalProperties": {"type": "string"}},
         "sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}},
-        "attributes": {"type": "object", "additionalProperties": {"type": "number"}},
+        "tensor_sizes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1}}},
+        "attributes": {"type": "object", "additionalProperties": {
+            "oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "integer"}}]}},
         "inputs": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
         "expected": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
     },
@@ -95,6 +97,8 @@ OPERATOR_SCHEMA: dict = {
                     "role": {"enum": ["input", "output", "attribute"]},
                     "c_type": {"type": "string"},
                     "default": {"type": "number"},
+                    "count": _NAME,
+                    "count_of": _NAME,
                     "source": {"type": "string"},
                 },
             },
@@ -120,11 +124,13 @@ OPERATOR_SCHEMA: dict = {
                 "required": ["id", "rule", "text"],
                 "properties": {
                     "id": _NAME,
-                    "rule": {"enum": ["same_data_type", "same_shape", "data_type_in"]},
+                    "rule": {"enum": ["same_data_type", "same_shape", "data_type_in", "expression", "shape"]},
                     "tensors": {"type": "array", "items": _NAME, "minItems": 2},
                     "tensor": _NAME,
                     "types": _TYPE_LIST,
-                    "when": _WHEN,
+                    "when": {"oneOf": [_WHEN, _EXPR]},
+                    "expression": _EXPR,
+                    "sizes": _EXPR,
                     "text": {"type": "string"},
                 },
             },
@@ -146,6 +152,8 @@ OPERATOR_SCHEMA: dict = {
                 "rounding": {"type": "object", "additionalProperties": False, "required": ["mode", "source"],
                              "properties": {"mode": {"enum": ["half_to_even"]}, "source": {"type": "string"}}},
                 "output": _NAME,
+                "family": {"type": "object", "required": ["name"], "properties": {"name": _NAME},
+                           "additionalProperties": {"type": ["string", "boolean", "integer"]}},
             },
         },
         "special_cases": {"type": "array", "items": {
@@ -162,10 +170,13 @@ OPERATOR_SCHEMA: dict = {
             "required": ["default"],
             "additionalProperties": _COMPARISON,
         },
-        "attribute_values": {"type": "object", "additionalProperties": {
-            "type": "object", "additionalProperties": False, "required": ["ordinary", "edge"],
-            "properties": {"ordinary": {"type": "array", "items": {"type": "number"}, "minItems": 1},
-                           "edge": {"type": "array", "items": {"type": "number"}}}}},
+        "attribute_values": {"type": "object", "additionalProperties": {"oneOf": [
+            {"type": "object", "additionalProperties": False, "required": ["ordinary", "edge"],
+             "properties": {"ordinary": {"type": "array", "items": {"type": "number"}, "minItems": 1},
+                            "edge": {"type": "array", "items": {"type": "number"}}}},
+            {"type": "object", "additionalProperties": False, "required": ["subset_of"],
+             "properties": {"subset_of": _EXPR, "min_length": {"type": "integer", "minimum": 0},
+                            "order": {"enum": ["ascending", "any"]}, "why": {"type": "string"}}}]}},
         "examples": {"type": "array", "items": _EXAMPLE},
         "generation": {"type": "object", "additionalProperties": False, "properties": {
             "favour": {"type": "array", "items": {

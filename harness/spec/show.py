@@ -24,6 +24,13 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
     if spec.attribute_fields:
         lines.append("  attributes:")
         for f in spec.attribute_fields:
+            if f.is_array:
+                pool = spec.attribute_values.get(f.name, {})
+                lines.append(f"    {f.name} ({f.c_type}, {f.count} items), drawn from subsets of {pool['subset_of'].text}")
+                continue
+            if f.is_count:
+                lines.append(f"    {f.name} ({f.c_type}), the length of {f.count_of}")
+                continue
             default = "no documented default" if f.default is None else f"default {f.default}"
             lines.append(f"    {f.name} ({f.c_type}), {default}")
     lines.append("  formula:")
@@ -38,9 +45,16 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
         lines.append("      operands are raw bit patterns (the data type gives only the width)")
     if spec.formula.rounding:
         lines.append(f"      rounding: {spec.formula.rounding}")
+    family = spec.formula.family
+    if family is not None:
+        params = ", ".join(f"{k}={getattr(v, 'text', v)}" for k, v in family.params.items())
+        lines.append(f"      family {family.name}: {params} (the expression is what each input element contributes)")
     lines.append("  constraints:")
     for c in spec.constraints:
         lines.append(f"    [{c.rule_id}] {c.text}")
+        for label, expr in (("when", c.guard), ("holds", c.check), ("sizes", c.sizes)):
+            if expr is not None:
+                lines.append(f"        {label}: {expr.text}")
     if spec.unspecified:
         lines.append("  unspecified by the docs:")
         for u in spec.unspecified:

@@ -1,0 +1,40 @@
+"""What shape and constraint expressions read of a descriptor (harness.spec.shape_expr).
+
+One definition for the validator, generation and the family references: each attribute field
+by name (scalars as numbers, whole numbers as ints, arrays as lists of ints, a count field as its
+array's length), every enum member, and each tensor field's Sizes (None: absent).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from harness.model.descriptor import Descriptor
+from harness.spec.operator import OperatorSpec, enum_members
+from harness.spec.shape_expr import TensorFacts
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attribute fields and enum members by name, as shape expressions see them."""
+    names: dict[str, Any] = dict(enum_members(list(spec.fields)))
+    defaults = spec.default_attributes()
+    for f in spec.attribute_fields:
+        if f.struct is not None:
+            continue
+        if f.is_array:
+            names[f.name] = [int(v) for v in attributes.get(f.name, [])]
+        elif f.is_count:
+            names[f.name] = len(attributes.get(f.count_of or "", []))
+        else:
+            names[f.name] = _plain(attributes.get(f.name, defaults.get(f.name, 0.0)))
+    return names
+
+
+def tensor_facts(descriptor: Descriptor) -> dict[str, TensorFacts]:
+    return {name: TensorFacts(tuple(t.sizes), t.dim_count) if t is not None else TensorFacts(None)
+            for name, t in descriptor.tensors.items()}

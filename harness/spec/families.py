@@ -1,0 +1,81 @@
+"""Index-space families: what a spec's `formula.family` may say, checked when the spec is loaded.
+
+An element-wise operator is its formula. An operator with index-space semantics (a reduction, a
+matrix product, a window, a gather) names the family plug-in that computes it
+(`harness/reference/families/`) and the family's parameters; the formula's expression stays the
+element-wise part (the value each input element contributes: `x` for ARGMAX). This module holds
+the declarations only (the spec stage may not import the reference stage): each family's
+parameters, their kinds, and which are required.
+
+Parameter kinds: `choice` (one of the listed words), `array` (the name of an array attribute
+field), `expression` (a shape expression over attributes and enum members, evaluated per
+descriptor: harness.spec.shape_expr).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.spec.expr import FormulaError
+from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: str  # choice | array | expression
+    required: bool = True
+    choices: tuple[str, ...] = ()
+    meaning: str = ""
+
+
+FAMILIES: dict[str, dict[str, Param]] = {
+    "reduce": {
+        "combine": Param("choice", choices=("argmax", "argmin"),
+                         meaning="how the elements of one reduced group become one output element"),
+        "axes": Param("array", meaning="the array attribute listing the reduced axes"),
+        "last_on_ties": Param("expression", required=False,
+                              meaning="true: an index reduction returns the last of equal candidates (default: the first)"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """A spec's `formula.family`: the plug-in's name and its checked parameters."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)  # str for choice/array, ShapeExpr for expression
+
+    def expression(self, key: str) -> ShapeExpr | None:
+        value = self.params.get(key)
+        return value if isinstance(value, ShapeExpr) else None
+
+
+def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> FamilySpec:
+    """Check `raw` against the family's declaration; raise FormulaError saying what is wrong."""
+    name = raw["name"]
+    declared = FAMILIES.get(name)
+    if declared is None:
+        raise FormulaError(f"unknown family {name!r}; known: {', '.join(sorted(FAMILIES))}")
+    params: dict[str, Any] = {}
+    unknown = sorted(set(raw) - set(declared) - {"name"})
+    if unknown:
+        raise FormulaError(f"family {name} has no parameter {', '.join(unknown)}; it takes {', '.join(sorted(declared))}")
+    arrays = {f.name for f in fields if getattr(f, "is_array", False)}
+    for key, param in declared.items():
+        if key not in raw:
+            if param.required:
+                raise FormulaError(f"family {name} needs {key!r} ({param.meaning})")
+            continue
+        value = raw[key]
+        if param.kind == "choice":
+            if value not in param.choices:
+                raise FormulaError(f"{key}: {value!r} is not one of {', '.join(param.choices)}")
+            params[key] = value
+        elif param.kind == "array":
+            if value not in arrays:
+                raise FormulaError(f"{key}: {value!r} is not an array attribute field ({', '.join(sorted(arrays)) or 'none'})")
+            params[key] = value
+        else:
+            params[key] = parse_shape_expr(str(value), names, tensors)
+    return FamilySpec(name, params)

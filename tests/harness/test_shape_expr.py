@@ -1,0 +1,67 @@
+"""The shape and constraint expression language: what it computes, and what it refuses (it is a
+whitelist evaluator over descriptor facts, never `eval`)."""
+import pytest
+
+from harness.spec.expr import FormulaError
+from harness.spec.shape_expr import MAX_LIST, TensorFacts, parse_shape_expr
+
+NAMES = {"Axes", "AxisCount", "Axis", "DECREASING"}
+TENSORS = {"InputTensor", "OutputTensor"}
+
+
+def value(text, names=None, tensors=None):
+    expr = parse_shape_expr(text, NAMES, TENSORS)
+    return expr.evaluate(names or {"Axes": [0, 2], "AxisCount": 2, "Axis": 1, "DECREASING": 1},
+                         tensors or {"InputTensor": TensorFacts((2, 3, 4)), "OutputTensor": TensorFacts(None)})
+
+
+@pytest.mark.parametrize("text, want", [
+    ("[1 if i in Axes else InputTensor.Sizes[i] for i in range(InputTensor.DimensionCount)]", [1, 3, 1]),
+    ("all(a < InputTensor.DimensionCount for a in Axes)", True),
+    ("any(a > 2 for a in Axes)", False),
+    ("prod(InputTensor.Sizes) // InputTensor.Sizes[Axis]", 8),
+    ("[s for s in InputTensor.Sizes if s % 2 == 0]", [2, 4]),
+    ("distinct(Axes + [2])", False),
+    ("len(Axes) == AxisCount and not OutputTensor.present", True),
+    ("InputTensor.Sizes[-1] - min(Axes) * 3", 4),
+    ("sorted([3, 1, 2])", [1, 2, 3]),
+])
+def test_values(text, want):
+    assert value(text) == want
+
+
+@pytest.mark.parametrize("text", [
+    "OutputTensor.Sizes",            # an absent tensor
+    "InputTensor.Sizes[3]",          # past the end
+    "[InputTensor.Sizes[a] for a in [5]]",
+])
+def test_reading_what_is_not_there_has_no_value(text):
+    assert value(text) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("__import__('os')", "unknown function"),
+    ("InputTensor.__class__", "only T.Sizes"),
+    ("Axes.count(1)", "unknown function"),
+    ("(lambda: 1)()", "unknown function"),
+    ("1.5 + Axis", "integer and boolean literals"),
+    ("InputTensor.Sizes[0:2]", "slices"),
+    ("Unknown + 1", "unknown name"),
+    ("[a for a in Axes for b in Axes]", "one 'for NAME in ...' clause"),
+    ("{1: 2}", "not allowed"),
+    ("2 ** Axis", "not allowed"),
+])
+def test_refused_when_parsed(text, message):
+    with pytest.raises(FormulaError) as raised:
+        parse_shape_expr(text, NAMES, TENSORS)
+    assert message in str(raised.value)
+
+
+def test_lists_are_bounded():
+    with pytest.raises(FormulaError):
+        value(f"range({MAX_LIST + 1})")
+
+
+def test_type_errors_are_spec_errors():
+    with pytest.raises(FormulaError):
+        value("Axes + 1")
