@@ -9,7 +9,7 @@ import copy
 from typing import Callable
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import element_count, minimum_bytes, packed_strides, total_bytes
@@ -19,6 +19,8 @@ from harness.generate.values import random_values
 from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
 from harness.generate.strategies import valid_descriptors
+from harness.generate.expression_breakers import expression_breaker, reachable, rederive
+from harness.model.validator import validate
 
 
 INVALID_CASE_MAX_BUFFER = 1 << 20  # invalid cases carry input data only below this many bytes
@@ -32,7 +34,10 @@ def _drop_aliases(d: Descriptor, tensor: str) -> None:
 
 
 def _set_group_sizes(spec: OperatorSpec, d: Descriptor, sizes: list[int], dimension_count: int | None = None) -> None:
-    for name in shape_group(spec) or {f.name for f in spec.tensor_fields}:
+    """Give the shape group (every tensor when there is none) these sizes; a tensor whose Sizes a
+    shape rule derives is left to `_keep_shapes_derived`."""
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    for name in shape_group(spec) or {f.name for f in spec.tensor_fields if f.name not in derived}:
         t = d.tensors.get(name)
         if t is not None:
             t.sizes = list(sizes)
@@ -146,7 +151,8 @@ def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     lo, hi = dim_range(spec, level, _present(d))
-    n = max(lo, 2)
+    rank = d.tensors[_present(d)[0]].dim_count
+    n = rank if lo <= rank <= hi and rank >= 2 else max(lo, 2)  # the same rank keeps array attributes in range
     if n > hi:
         return None  # one UINT32 size cannot exceed 2^32-1 elements
     _set_group_sizes(spec, d, [1] * (n - 2) + [65536, 65536])
@@ -182,8 +188,11 @@ def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: De
     if all(s == 1 for s in t.sizes):
         sizes = list(t.sizes)
         sizes[-1] = 2
-        _set_group_sizes(spec, d, sizes)
+        _set_group_sizes(spec, d, sizes if out not in {c.tensors[0] for c in spec.shape_rules} else [2] * len(sizes))
+        rederive(spec, d)
     t = d.tensors[out]
+    if all(s == 1 for s in t.sizes):
+        reject()  # the spec derives a single-element output here (a full reduction): no overlap possible
     strides = packed_strides(t.sizes)
     axis = draw(st.sampled_from([i for i, s in enumerate(t.sizes) if s > 1]))
     strides[axis] = 0
@@ -226,6 +235,8 @@ def _break_in_place_layout(draw: st.DrawFn, spec: OperatorSpec, level: str, d: D
 def _constraint_breaker(constraint_id: str) -> Breaker:
     def breaker(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
         c = next(c for c in spec.constraints if c.id == constraint_id)
+        if c.rule in ("expression", "shape"):
+            return expression_breaker(c.rule_id)(draw, spec, level, d)
         if c.rule == "same_shape":
             names = [n for n in c.tensors if d.tensors.get(n) is not None]
             name = draw(st.sampled_from(names))
@@ -310,6 +321,8 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
         return any(set(spec.catalog.data_types) - set(cell.types) for cell in table.tensors.values())
     if rule.startswith("constraint."):
         c = next(c for c in spec.constraints if c.rule_id == rule)
+        if c.rule in ("expression", "shape"):
+            return reachable(spec, level, rule)
         return c.rule == "same_shape" or bool(constraint_breaking_assignments(spec, level, c.id))
     return True
 
@@ -324,10 +337,26 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result
+    if spec.shape_rules and not rule.startswith("constraint."):
+        broken = _keep_shapes_derived(spec, broken, case_level, rule)
     seed = draw(st.integers(0, 2**32 - 1))
     inputs = _invalid_inputs(spec, broken, seed, config)
     return Case(broken, case_level, inputs, expect_valid=False, broken_rule=rule,
-                origin=f"generated:invalid:{rule}:seed={seed}", tags=layout_tags(broken))
+                origin=f"generated:invalid:{rule}:seed={seed}" + (f":{broken.__dict__['mutation']}" if "mutation" in broken.__dict__ else ""), tags=layout_tags(broken))
+
+
+def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: str) -> Descriptor:
+    """A generic breaker edits tensors without knowing the spec's shape rules: where that also
+    breaks a shape rule, re-derive the derived tensors, keeping the one the breaker changed (each
+    is tried) so that the case breaks `rule` alone. Unchanged when no choice does (the validator
+    then reports both, and the suite's exactly-one-rule test says so)."""
+    if validate(spec, d, level).rule_ids == {rule}:
+        return d
+    for keep in [set()] + [{name} for name in d.tensors]:
+        candidate = copy.deepcopy(d)
+        if rederive(spec, candidate, keep) and validate(spec, candidate, level).rule_ids == {rule}:
+            return candidate
+    return d
 
 
 def _invalid_inputs(spec: OperatorSpec, d: Descriptor, seed: int, config: GenConfig) -> dict[str, bytes]:

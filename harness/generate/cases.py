@@ -1,6 +1,8 @@
 """Building cases from logical arrays, and the spec's worked examples as cases."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
@@ -9,7 +11,7 @@ from harness.spec.operator import Example, OperatorSpec
 
 
 def case_from_arrays(spec: OperatorSpec, level: str, types: dict[str, str], values: dict[str, np.ndarray],
-                     sizes: list[int] | None = None, attributes: dict[str, float] | None = None,
+                     sizes: list[int] | None = None, attributes: dict[str, Any] | None = None,
                      layouts: dict[str, TensorDesc] | None = None, origin: str = "manual",
                      aliases: dict[str, str] | None = None) -> Case:
     """A case whose tensors are packed (or given by `layouts`) and whose inputs hold `values`.
@@ -48,6 +50,11 @@ def example_case(spec: OperatorSpec, example: Example) -> Case:
     """The example as a case at the newest level where all its types are in the table."""
     catalog = spec.catalog
     level = catalog.newest_level.name
+    if example.tensor_sizes is not None:  # shapes differ per tensor (index-space operators)
+        layouts = {name: TensorDesc(t, list(example.tensor_sizes[name])) for name, t in example.types.items()}
+        values = {name: np.asarray(vals, dtype=np.float64).reshape(example.tensor_sizes[name]) for name, vals in example.inputs.items()}
+        return case_from_arrays(spec, level, example.types, values, attributes=example.attributes, layouts=layouts,
+                                origin=f"example:{example.name}")
     n = len(next(iter(example.inputs.values())))
     sizes = list(example.sizes) if example.sizes else [n]
     values = {name: np.asarray(vals, dtype=np.float64) for name, vals in example.inputs.items()}

@@ -88,9 +88,12 @@ def _write_favoured(spec: OperatorSpec, descriptor: Descriptor, views: dict[str,
 def _replace_undefined(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
     """Replace, in place, values the spec marks as undefined behaviour by a neutral 1."""
     tensor_of = spec.formula.inputs
+    out = descriptor.tensors.get(spec.formula.output)
     for rule in spec.unspecified:
         if not rule.undefined_behaviour:
             continue
+        if rule.applies_to is not None and (out is None or out.data_type not in rule.applies_to):
+            continue  # evaluated only for these output types, like the reference does
         for var in sorted(rule.when.names):
             tensor = tensor_of.get(var)
             if tensor not in views:

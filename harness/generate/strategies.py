@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
+from harness.model.facts import attribute_names, tensor_facts
 from harness.spec.operator import OperatorSpec
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import coverage_plan, dim_range, shape_group
@@ -22,6 +23,8 @@ from harness.generate.data import make_input_batch, make_inputs
 def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]:
     out = {}
     for f in spec.attribute_fields:
+        if f.is_array or f.is_count:
+            continue  # drawn by _array_values (a count field is its array's length)
         if f.enum is not None:  # every member, evenly
             out[f.name] = st.sampled_from(sorted(float(v) for v in f.enum.values()))
             continue
@@ -31,7 +34,11 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
         edge = st.sampled_from(list(pools.get("edge", [])) or [0.0])
-        floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
+        if f.c_type in ("UINT", "INT"):  # whole numbers in the C type's range (pools hold the interesting ones)
+            low = 0 if f.c_type == "UINT" else -8
+            floats = st.integers(low, 8).map(float)
+        else:
+            floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
         drawn = st.one_of(st.sampled_from(choices or [0.0]), ordinary, edge, floats)
         # a FLOAT field holds a float32: record the value the desc struct holds, not the pool's
         # double, so a case file names what ran and one descriptor has one case id
@@ -71,15 +78,26 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         cell = uniform(draw, plan)  # type: ignore[assignment]
     types, dim_count = cell  # type: ignore[misc]
     group = shape_group(spec)
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    if derived and not group:  # index-space operators: the free tensors take the cell's dimension count
+        group = {f.name for f in spec.tensor_fields if f.name not in derived}
+    attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
+    attributes.update(draw(_struct_values(spec)))
     shared_sizes = draw(sizes_strategy(dim_count, config))
     tensors: dict[str, TensorDesc | None] = {}
     for f in spec.tensor_fields:
         t = types[f.name]
-        if t is None:
+        if t is None or f.name in derived:
             tensors[f.name] = None
             continue
         sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name]))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
+    attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes))))
+    for f in spec.tensor_fields:  # derived Sizes, from the free tensors and the attributes (spec order)
+        t = types[f.name]
+        if f.name in derived and t is not None:
+            sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
+            tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
         output, inp = draw(choice(tuple(spec.in_place_pairs)))
@@ -89,9 +107,33 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
                 reset_layout(source)  # an aliased input must not broadcast: the output would overlap
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
-    attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
-    attributes.update(draw(_struct_values(spec)))
     return Descriptor(spec.name, tensors, attributes, aliases)
+
+
+@st.composite
+def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> dict[str, list[int]]:
+    """Each array field: a subset of its `subset_of` domain (evaluated on the free tensors), of at
+    least `min_length` entries, ascending or in any order as the spec says."""
+    out: dict[str, list[int]] = {}
+    for f in spec.attribute_fields:
+        if not f.is_array:
+            continue
+        pool = spec.attribute_values[f.name]
+        domain = pool["subset_of"].evaluate(attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)) or []
+        chosen = draw(st.lists(st.sampled_from(domain), min_size=min(pool.get("min_length", 0), len(domain)), unique=True)) if domain else []
+        out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else chosen
+    return out
+
+
+def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list[int]:
+    """The Sizes the spec's `shape` rule gives `tensor` in `descriptor` (ValueError when it gives none)."""
+    for c in spec.shape_rules:
+        if c.tensors[0] == tensor and c.sizes is not None:
+            sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor))
+            if isinstance(sizes, list) and sizes and all(isinstance(v, int) and v >= 0 for v in sizes):
+                return sizes
+            raise ValueError(f"{spec.name}: shape rule {c.id} gives {sizes!r} for {tensor}")
+    raise ValueError(f"{spec.name}: no shape rule for {tensor}")
 
 
 # --- data -------------------------------------------------------------------------------------------

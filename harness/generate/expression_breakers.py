@@ -1,0 +1,154 @@
+"""Breaking `expression` and `shape` constraints: a search over small, named mutations.
+
+A type constraint has one way to break (a type outside its list); an expression constraint such
+as `all(a < InputTensor.DimensionCount for a in Axes)` or a shape rule has many, and which ones
+break it alone depends on the other rules. So the breaker does not know the rule: it tries
+mutations of the descriptor that a driver could meet (an array entry at or past the rank, a
+repeated or extra entry, an empty array, a scalar at 0 or the type's end, a size off by one, a
+dimension dropped or added), each with the derived tensors re-derived from the shape rules or
+left as they were, and keeps the first one after which the validator reports exactly the target
+rule (TOSA's ERROR_IF discipline: each invalid test violates one named rule). The order is drawn,
+so runs see different mutations; `reachable` answers with the same search on a fixed descriptor.
+"""
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Callable, Iterator
+
+from hypothesis import strategies as st
+
+from harness.model.descriptor import Descriptor, TensorDesc
+from harness.model.validator import validate
+from harness.spec.operator import OperatorSpec
+from harness.generate.layouts import reset_layout
+from harness.generate.strategies import derive_sizes
+from harness.generate.types import coverage_plan
+
+UINT32_MAX = 2**32 - 1
+Mutation = tuple[str, Callable[[Descriptor], None]]
+
+
+def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Give each present derived tensor (not in `keep`) the Sizes its shape rule says; False when a
+    rule gives none (the mutation made the expression undefined)."""
+    for c in spec.shape_rules:
+        name = c.tensors[0]
+        t = d.tensors.get(name)
+        if t is None or name in keep:
+            continue
+        try:
+            t.sizes = derive_sizes(spec, d, name)
+        except ValueError:
+            return False
+        t.dimension_count = None
+        reset_layout(t)
+    return True
+
+
+def _array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    ranks = [t.dim_count for t in d.tensors.values() if t is not None]
+    rank = max(ranks) if ranks else 4
+    for f in spec.attribute_fields:
+        if not f.is_array:
+            continue
+        values = list(d.attributes.get(f.name, []))
+        top = UINT32_MAX if f.element == "UINT" else 2**31 - 1
+        for v in (rank, rank + 1, 8, top):
+            for i in range(len(values)):
+                yield f"{f.name}[{i}] = {v}", lambda x, n=f.name, i=i, v=v: x.attributes[n].__setitem__(i, v)
+            yield f"{f.name} += [{v}]", lambda x, n=f.name, v=v: x.attributes[n].append(v)
+        if values:
+            yield f"{f.name} repeats {values[0]}", lambda x, n=f.name: x.attributes[n].append(x.attributes[n][0])
+            yield f"{f.name} = []", lambda x, n=f.name: x.attributes.__setitem__(n, [])
+            if f.element == "INT":
+                yield f"{f.name}[0] = -1", lambda x, n=f.name: x.attributes[n].__setitem__(0, -1)
+
+
+def _scalar_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    for f in spec.attribute_fields:
+        if f.c_type in ("UINT", "INT") and not f.is_count and f.enum is None:
+            for v in (0, 1, 2**31 - 1) + ((UINT32_MAX,) if f.c_type == "UINT" else (-1, -(2**31))):
+                yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, float(v))
+
+
+def _size_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    def edit(name: str, change: Callable[[TensorDesc], None]) -> Callable[[Descriptor], None]:
+        def apply(x: Descriptor) -> None:
+            t = x.tensors[name]
+            assert t is not None
+            change(t)
+            t.dimension_count = None
+            reset_layout(t)
+        return apply
+    for name, t in d.tensors.items():
+        if t is None:
+            continue
+        for i in range(len(t.sizes)):
+            yield f"{name}.Sizes[{i}] += 1", edit(name, lambda t, i=i: t.sizes.__setitem__(i, t.sizes[i] + 1))
+            if t.sizes[i] > 1:
+                yield f"{name}.Sizes[{i}] = 1", edit(name, lambda t, i=i: t.sizes.__setitem__(i, 1))
+        if len(t.sizes) > 1:
+            yield f"{name} drops its last dimension", edit(name, lambda t: t.sizes.pop())
+        yield f"{name} gains a leading 1", edit(name, lambda t: t.sizes.insert(0, 1))
+
+
+def mutations(spec: OperatorSpec, d: Descriptor) -> list[Mutation]:
+    return [*_array_mutations(spec, d), *_scalar_mutations(spec, d), *_size_mutations(spec, d)]
+
+
+def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start: int = 0) -> tuple[Descriptor, str] | None:
+    """The first mutation of `d` (from index `start`, wrapping) after which exactly `rule` is
+    broken at `level`, with its description; None when none is."""
+    candidates = mutations(spec, d)
+    touched = lambda what: {n for n in d.tensors if what.startswith(n + ".") or what.startswith(n + " ")}
+    for k in range(len(candidates)):
+        what, apply = candidates[(start + k) % len(candidates)]
+        for derive in (True, False):
+            x = copy.deepcopy(d)
+            x.aliases = {}
+            apply(x)
+            if derive and not rederive(spec, x, keep=touched(what)):
+                continue
+            if validate(spec, x, level).rule_ids == {rule}:
+                return x, what + (" (derived sizes re-derived)" if derive else "")
+    return None
+
+
+def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Descriptor], "tuple[Descriptor, str] | None"]:
+    """A breaker (harness.generate.breakers' signature) for an expression or shape constraint."""
+    def breaker(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
+        start = draw(st.integers(0, 10_000))
+        found = break_alone(spec, level, d, rule, start)
+        if found is None:
+            return None
+        broken, what = found
+        broken.__dict__["mutation"] = what  # said in the case's origin
+        return broken, level
+    return breaker
+
+
+@lru_cache(maxsize=None)
+def reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
+    """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level`."""
+    plan = coverage_plan(spec, level)
+    if not plan:
+        return False
+    types, dims = plan[-1]
+    tensors: dict[str, TensorDesc | None] = {}
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    for f in spec.tensor_fields:
+        t = types[f.name]
+        tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
+    from harness.model.facts import attribute_names, tensor_facts
+    d = Descriptor(spec.name, tensors, dict(spec.default_attributes()))
+    for f in spec.attribute_fields:
+        if f.is_array:
+            pool = spec.attribute_values[f.name]
+            domain = pool["subset_of"].evaluate(attribute_names(spec, d.attributes), tensor_facts(d)) or []
+            d.attributes[f.name] = list(domain[:max(pool.get("min_length", 0), 1)])
+    if derived and not rederive(spec, d):
+        return False
+    if not validate(spec, d, level).accepted:
+        return False
+    return break_alone(spec, level, d, rule) is not None
