@@ -300,6 +300,8 @@ class WorstLegalBackend:
         spec = spec_for_case(self.specs, case)
         if not isinstance(spec, OperatorSpec):
             return spec  # no spec, or an invalid descriptor: rejected as DirectML would
+        if spec.formula.family is not None:
+            return self._family(spec, case)
         if spec.formula.operands == "raw_bits":
             return self._exact(spec, case)  # bit operations have no arithmetic liberty
         try:
@@ -309,6 +311,21 @@ class WorstLegalBackend:
         if values is None:
             return self._exact(spec, case)
         return Outputs(output_buffers(spec, case, values))
+
+    def _family(self, spec: OperatorSpec, case: Case) -> RunResult:
+        """An index-space operator: its family's exact computation (harness.reference.families) on
+        the inputs as this device sees them, fp32 denormals flushed to signed zeros (the one
+        liberty a comparison-only family leaves: D3D may flush fp32 denormal inputs)."""
+        from harness.reference.evaluate import family_inputs
+        from harness.reference.families import family_compute
+        assert spec.formula.family is not None
+        inputs = family_inputs(spec, case.descriptor, case.inputs)
+        for var, value in inputs.items():
+            if value.dtype == np.float32:
+                denormal = (value != 0) & (np.abs(value) < F32_SMALLEST_NORMAL)
+                inputs[var] = np.where(denormal, np.copysign(np.float32(0), value), value).astype(np.float32)
+        result = family_compute(spec.formula.family.name)(spec, case.descriptor, inputs)
+        return Outputs(output_buffers(spec, case, result.outputs[spec.formula.output]))
 
     def _exact(self, spec: OperatorSpec, case: Case) -> RunResult:
         from harness.reference.evaluate import compute_outputs

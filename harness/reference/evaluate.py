@@ -51,6 +51,12 @@ class Expected:
     def _shape(self, name: str) -> tuple[int, ...]:
         return self.outputs[name].shape
 
+    @property
+    def context(self) -> EvalContext:
+        """The context the formula was evaluated in (inputs, attributes, enum members, constants):
+        what expectation files' `when` expressions see."""
+        return self._ctx
+
     def _out_type(self, name: str) -> str:
         desc = self.case.descriptor.tensors[name]
         assert desc is not None
@@ -307,8 +313,71 @@ def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarra
 
 
 def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
+    if spec.formula.family is not None:
+        return FamilyExpected(spec, case)
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
     return Expected(spec, case, {spec.formula.output: result}, variables, ctx)
+
+
+def family_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:
+    """The formula's input variables as logical arrays in their own NumPy types (a family plug-in
+    compares and indexes; it converts where its arithmetic needs to)."""
+    out = {}
+    for var, tensor in spec.formula.inputs.items():
+        desc = descriptor.tensors.get(tensor)
+        if desc is None:
+            out[var] = np.asarray(spec.formula.absent_inputs[var])
+        else:
+            out[var] = read_logical(inputs[tensor], desc, spec.catalog.dtype(desc.data_type).numpy)
+    return out
+
+
+class FamilyExpected(Expected):
+    """The reference of an index-space operator, from its family plug-in
+    (harness.reference.families): outputs, unspecified output elements and the legal alternatives
+    under the precision model, all computed at once (they cost one more pass over the input)."""
+
+    def __init__(self, spec: OperatorSpec, case: Case) -> None:
+        from harness.reference.families import family_compute
+        assert spec.formula.family is not None
+        result = family_compute(spec.formula.family.name)(spec, case.descriptor, family_inputs(spec, case.descriptor, case.inputs))
+        super().__init__(spec, case, result.outputs, result.summaries, EvalContext(variables=dict(result.summaries)))
+        self.family = result
+
+    def _subset_context(self, name: str, flat_index: np.ndarray | None) -> EvalContext:
+        raise NotImplementedError("a family operator's comparisons are given by its plug-in")
+
+    def unspecified(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray:
+        masks = self.family.unspecified.get(name, {})
+        shape = self._shape(name)
+        out = np.zeros(shape if flat_index is None else flat_index.shape, dtype=bool)
+        reasons = []
+        for rule, mask in masks.items():
+            hit = mask if flat_index is None else mask.reshape(-1)[flat_index]
+            if hit.any():
+                reasons.append(rule)
+                out = out | hit
+        self.unspecified_reasons[name] = reasons
+        return out
+
+    def ties(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return None
+
+    def atol(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
+        return None
+
+    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        from harness.spec.arithmetic import liberty_bit
+        accepted = np.zeros(flat_index.shape, dtype=bool)
+        tags = np.zeros(flat_index.shape, dtype=np.uint16)
+        for liberty, values in self.family.alternatives.get(name, []):
+            hit = ~accepted & (values.reshape(-1)[flat_index] == np.asarray(actual))
+            accepted |= hit
+            tags[hit] |= liberty_bit(liberty)
+        return accepted, tags
+
+    def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        return np.zeros(flat_index.shape, dtype=bool), []
 
 
 class ReferenceMemo:

@@ -1,0 +1,34 @@
+"""Family references: one plug-in per family of index-space operators, chosen by the spec's
+`formula.family.name` and parameterised entirely by the spec (harness.spec.families declares
+what each takes). A plug-in maps a descriptor and its input arrays to a FamilyResult: the exact
+outputs, the output elements the docs leave open (the spec's element-wise `unspecified` rules,
+lifted to the output elements whose inputs meet them), and the other results a device may
+legally give under the precision model, each with the liberty it takes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.spec.operator import OperatorSpec
+
+
+@dataclass
+class FamilyResult:
+    outputs: dict[str, np.ndarray]
+    unspecified: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # output -> rule id -> mask
+    alternatives: dict[str, list[tuple[str, np.ndarray]]] = field(default_factory=dict)  # output -> (liberty id, values)
+    summaries: dict[str, np.ndarray] = field(default_factory=dict)  # output-shaped values shown in failure reports
+
+
+Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
+
+
+def family_compute(name: str) -> Compute:
+    """The plug-in of family `name` (the spec loader has checked the name)."""
+    from harness.reference.families import reduce
+    plugins: dict[str, Compute] = {"reduce": reduce.compute}
+    return plugins[name]
