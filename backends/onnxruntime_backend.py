@@ -24,6 +24,8 @@ from harness.spec.source import load_yaml
 from harness.model.layout import output_buffer, read_logical
 from harness.spec.operator import SpecSet, load_specs
 from harness.model.validator import case_verdict
+from harness.model.facts import attribute_names
+from harness.spec.shape_expr import parse_shape_expr
 
 from harness.model.backend import Capabilities, Crashed, Outputs, RunResult, Unsupported
 
@@ -34,7 +36,7 @@ _ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "IN
                "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
 _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
 MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
-_BUILDERS = {"node", "bitwise", "quantize"}
+_BUILDERS = {"node", "bitwise", "quantize", "reduce_index"}
 
 
 def load_mapping(path: Path) -> dict[str, dict]:
@@ -46,7 +48,7 @@ def load_mapping(path: Path) -> dict[str, dict]:
     for op, entry in src.data.items():
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
-        if entry["builder"] != "quantize" and (not isinstance(entry.get("op"), str) or not isinstance(entry.get("inputs"), list)):
+        if entry["builder"] not in ("quantize",) and (not isinstance(entry.get("op"), str) or not isinstance(entry.get("inputs"), list)):
             raise src.error((op,), "a node or bitwise mapping needs op (an ONNX operator) and inputs (tensor fields)")
     return dict(src.data)
 
@@ -151,6 +153,8 @@ class OnnxRuntimeBackend:
             raise _Unsupported(f"no ONNX mapping for {op}")
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
+        if entry["builder"] == "reduce_index":
+            return self._reduce_index(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -196,6 +200,33 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shapes[0]))], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, dict(zip(names, xs)))[0]
+
+    def _reduce_index(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """ArgMax/ArgMin over several axes: the reduced axes moved last (ascending) and flattened,
+        so the index counts row-major over them as DirectML's does, then one ONNX node on the last
+        axis (keepdims, select_last_index from the spec's expression). Int64 out; the caller casts."""
+        spec = self.specs.operator(d.operator)
+        (name,) = entry["inputs"]
+        x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        names = attribute_names(spec, d.attributes)
+        axes = sorted(set(names[entry["axes"]]))
+        last = int(bool(parse_shape_expr(entry["select_last_index"], set(names), set()).evaluate(names, {})))
+        keep = [i for i in range(x.ndim) if i not in axes]
+        grouped_shape = [x.shape[i] for i in keep] + [int(np.prod([x.shape[i] for i in axes]))]
+        key = (entry["op"], in_type, tuple(x.shape), tuple(axes), last)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=keep + axes),
+                     helper.make_node("Reshape", ["t", "grouped_shape"], ["g"]),
+                     helper.make_node(entry["op"], ["g"], ["y"], axis=-1, keepdims=1, select_last_index=last)]
+            inits = [helper.make_tensor("grouped_shape", TensorProto.INT64, [len(grouped_shape)], grouped_shape)]
+            graph = helper.make_graph(nodes, entry["op"], [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", TensorProto.INT64, grouped_shape[:-1] + [1])], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
 
     def _quantize(self, d: Descriptor, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
         x, scale = inputs["InputTensor"], inputs["ScaleTensor"]

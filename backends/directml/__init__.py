@@ -240,6 +240,13 @@ class DirectMLBackend:
                 fields.append({"kind": "struct", "present": int(present),
                                "members": [{"kind": "float" if c == "FLOAT" else "uint", "value": d.attributes.get(f"{f.name}.{m}", 0.0)}
                                            for m, c in f.struct]})
+            elif f.is_array:  # a pointer to the items; the count field says how many
+                kind = {"FLOAT": "float", "INT": "int"}.get(f.element or "UINT", "uint")
+                fields.append({"kind": "array", "items": [{"kind": kind, "value": v} for v in d.attributes.get(f.name, [])]})
+            elif f.is_count:
+                fields.append({"kind": "uint", "value": len(d.attributes.get(f.count_of or "", []))})
+            elif f.c_type == "INT":
+                fields.append({"kind": "int", "value": int(d.attributes.get(f.name, f.default or 0))})
             elif f.c_type == "FLOAT":
                 fields.append({"kind": "float", "value": float(d.attributes.get(f.name, f.default or 0.0))})
             else:

@@ -228,17 +228,23 @@ static int read_tensors(jnode *req, run_tensors *t) {
 static size_t pack_scalar(jnode *f, unsigned char *out, size_t off, size_t cap) {
     off = (off + 3) & ~(size_t)3; if (off + 4 > cap) return cap;
     if (!strcmp(jstr(f, "kind"), "float")) { float v = (float)jnum(f, "value", 0); memcpy(out + off, &v, 4); }
+    else if (!strcmp(jstr(f, "kind"), "int")) { INT v = (INT)jnum(f, "value", 0); memcpy(out + off, &v, 4); }
     else { UINT v = (UINT)jnum(f, "value", 0); memcpy(out + off, &v, 4); }
     return off + 4;
 }
 
+#define MAX_ARRAYS 8
+#define MAX_ARRAY_ITEMS 64
+static unsigned char array_storage[MAX_ARRAYS][MAX_ARRAY_ITEMS * 4]; /* what array fields point to, per request */
+
 #define MAX_STRUCTS 8
 static unsigned char struct_storage[MAX_STRUCTS][64]; /* what struct-pointer fields point to, per request */
 
-/* The operator's desc struct: tensor and struct pointers (8-byte aligned) and 4-byte scalars, in
-   field order; a struct field points at its members packed in struct_storage, or is NULL. */
+/* The operator's desc struct: tensor, struct and array pointers (8-byte aligned) and 4-byte scalars,
+   in field order; a struct field points at its members packed in struct_storage, or is NULL; an
+   array field at its items packed in array_storage (its count is a scalar field of its own). */
 static void pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, size_t cap) {
-    jnode *fields = jget(req, "fields"); size_t off = 0; int i, nstruct = 0;
+    jnode *fields = jget(req, "fields"); size_t off = 0; int i, nstruct = 0, narray = 0;
     memset(opdesc, 0, cap);
     for (i = 0; fields && i < fields->count; i++) {
         jnode *f = fields->items[i]; const char *kind = jstr(f, "kind");
@@ -247,6 +253,14 @@ static void pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, s
             if ((int)jnum(f, "present", 0) && nstruct < MAX_STRUCTS) {
                 unsigned char *dst = struct_storage[nstruct++]; memset(dst, 0, sizeof struct_storage[0]);
                 for (j = 0; members && j < members->count; j++) moff = pack_scalar(members->items[j], dst, moff, sizeof struct_storage[0]);
+                p = dst;
+            }
+            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+        } else if (!strcmp(kind, "array")) { /* a pointer to 4-byte items of one kind; NULL when empty */
+            jnode *items = jget(f, "items"); const void *p = NULL; int j; size_t aoff = 0;
+            if (items && items->count > 0 && items->count <= MAX_ARRAY_ITEMS && narray < MAX_ARRAYS) {
+                unsigned char *dst = array_storage[narray++]; memset(dst, 0, sizeof array_storage[0]);
+                for (j = 0; j < items->count; j++) aoff = pack_scalar(items->items[j], dst, aoff, sizeof array_storage[0]);
                 p = dst;
             }
             off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
