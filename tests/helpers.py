@@ -25,7 +25,7 @@ GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 _GOLDEN_KEYS = {"operator", "spec", "vectors"}
 _SPEC_KEYS = {"source", "operator_type", "introduced", "in_place_allowed", "fields", "default_attributes", "tables"}
 _SPEC_REQUIRED = _SPEC_KEYS - {"default_attributes"}
-_VECTOR_KEYS = {"name", "checked", "types", "attributes", "sizes", "feature_level", "inputs", "expected"}
+_VECTOR_KEYS = {"name", "checked", "types", "attributes", "sizes", "tensor_sizes", "feature_level", "inputs", "expected"}
 _VECTOR_REQUIRED = {"name", "checked", "types", "inputs", "expected"}
 
 

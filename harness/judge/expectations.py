@@ -67,7 +67,7 @@ class ExpectationSet:
                 continue
             if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
                 continue
-            ctx = EvalContext(variables=dict(diff.expected.variables))
+            ctx = diff.expected.context  # the formula's names: inputs, attributes, enum members, constants
             mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
             if not (diff.bad_mask & ~mask).any():
                 return item

@@ -60,3 +60,38 @@ def test_the_onnx_mapping_table_names_what_is_wrong(tmp_path):
     with pytest.raises(SpecError) as raised:
         load_mapping(bad)
     assert "ops.yaml:2" in str(raised.value) and "ELEMENT_WISE_ADD" in str(raised.value) and "builder must be one of" in str(raised.value)
+
+
+def test_a_new_reduce_family_operator_runs_from_its_yaml_alone(tmp_path):
+    """The same for an index-space family: a specs directory without ARGMIN does not know the
+    operator; adding specs/ARGMIN.yaml (family reduce, an array field with its count, shape and
+    expression constraints) makes it run end to end on the reference and the real DirectML.dll,
+    with valid cases passing and every constraint's invalid cases rejected."""
+    directml_or_skip().close()
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for path in DEFAULT_SPECS_DIR.glob("*.yaml"):
+        if path.name != "ARGMIN.yaml":
+            shutil.copy(path, specs / path.name)
+    cli = [sys.executable, "-m", "harness.cli", "--specs-dir", str(specs)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    before = subprocess.run(cli + ["spec", "show", "ARGMIN"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert before.returncode != 0
+    shutil.copy(DEFAULT_SPECS_DIR / "ARGMIN.yaml", specs / "ARGMIN.yaml")
+    reports = tmp_path / "reports"
+    subprocess.run(cli + ["run", "--operator", "ARGMIN", "--backend", "numpy", "--backend", "directml", "--workers", "0",
+                          "--max-examples", "6", "--reports-dir", str(reports)],
+                   capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    gate = subprocess.run(cli + ["gate", "--reports-dir", str(reports)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert gate.returncode == 0, gate.stdout[-2000:]
+    statuses = collections.defaultdict(collections.Counter)
+    rejected_rules = set()
+    for path in (reports / "results").glob("results-*.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            statuses[record["backend"]][record["status"]] += 1
+            if record["backend"] == "directml" and record["status"] == "rejected-invalid":
+                rejected_rules.add(record["rule"])
+    for backend in ("numpy", "directml"):
+        assert statuses[backend]["pass"] > 0, (backend, statuses[backend])
+    assert {"constraint.same_dimension_count", "constraint.axes_in_range", "constraint.output_sizes"} <= rejected_rules

@@ -9,6 +9,7 @@ one operator each.
 import numpy as np
 import pytest
 
+from harness.model.descriptor import TensorDesc
 from harness.generate.cases import case_from_arrays, example_case, output_values
 from harness.reference.evaluate import expected_for
 from tests.helpers import GOLDEN_DIR, REFERENCE, SPECS, bits, from_bits, golden, golden_array, load_golden, run_reference
@@ -36,8 +37,12 @@ def _run_vector(spec, vector) -> list[str]:
     types = vector["types"]
     numpy_type = {tensor: SPECS.catalog.dtype(t).numpy for tensor, t in types.items()}
     inputs = {tensor: golden_array(values, numpy_type[tensor]) for tensor, values in vector["inputs"].items()}
+    layouts = None
+    if "tensor_sizes" in vector:  # an index-space operator: each tensor has its own Sizes
+        layouts = {tensor: TensorDesc(t, list(vector["tensor_sizes"][tensor])) for tensor, t in types.items()}
+        inputs = {tensor: values.reshape(vector["tensor_sizes"][tensor]) for tensor, values in inputs.items()}
     case = case_from_arrays(spec, vector.get("feature_level", SPECS.catalog.newest_level.name), types, inputs,
-                            sizes=vector.get("sizes"), attributes=vector.get("attributes"))
+                            sizes=vector.get("sizes"), attributes=vector.get("attributes"), layouts=layouts)
     result = REFERENCE.run(case)
     if result.kind != "outputs":
         return [f"{vector['name']}: the reference answered {result!r}"]

@@ -32,6 +32,11 @@ def round_(mode: float) -> Descriptor:
                                             "OutputTensor": TensorDesc("FLOAT32", [1, 1, 2, 4])}, {"RoundingMode": mode})
 
 
+def argmax(in_sizes, out_sizes, axes, out="UINT32") -> Descriptor:
+    return Descriptor("ARGMAX", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "OutputTensor": TensorDesc(out, list(out_sizes))},
+                      {"Axes": list(axes), "AxisDirection": 0.0})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -54,6 +59,10 @@ CASES = {
     "in_place.layout_mismatch": (sign(aliases={"OutputTensor": "InputTensor"}), "4.1",
                                  edit(sign(aliases={"OutputTensor": "InputTensor"}), "OutputTensor", strides=[16, 16, 8, 2], total_bytes=64), "4.1"),
     "constraint.same_data_type": (sign("INT8"), "4.1", edit(sign("INT8"), "OutputTensor", data_type="UINT8"), "4.1"),
+    # ARGMAX (and ARGMIN, same ids): a rank mismatch is reported alone (the shape rule is guarded by equal ranks)
+    "constraint.same_dimension_count": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [2], [1]), "4.1"),
+    "constraint.axes_in_range": (argmax([2, 3], [1, 1], [0, 1]), "4.1", argmax([2, 3], [2, 3], [2]), "4.1"),
+    "constraint.output_sizes": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [1, 3], [1]), "4.1"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
     "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),
