@@ -194,6 +194,29 @@ class _Device:
         use = self._choose(self.b.division) | (self.beyond == "division_3ulp")
         return _V(self.finish(np.where(use, through, direct)), True)
 
+    def exp(self, a: _V) -> _V:
+        """exp as HLSL computes it: exp2(x * log2(e)), log2(e) a constant of the compute type and
+        the product rounded like any multiply (down, up or at random), exp2 off by the type's whole
+        relative error (down, up or at random), then rounded; exp2(+-0) = 1 exactly (§22.10.6)."""
+        if self.rules.exp is None:
+            raise NotImplementedError(f"exp in {self.b.compute}")
+        relative, _ = self.rules.exp
+        x = self.to_float(a)
+        log2e = self.round(np.full(self.n, np.log2(np.e)), "faithful")
+        with np.errstate(all="ignore"):
+            t = self.finish(self.round(x * log2e, self.rules.add_sub_mul))
+            power = np.exp2(t)
+        how = self.b.rounding
+        if how == "nearest":
+            scale = np.zeros(self.n)
+        elif how in ("down", "up"):
+            scale = np.full(self.n, -1.0 if how == "down" else 1.0)
+        else:
+            scale = self.rng.uniform(-1.0, 1.0, self.n)
+        with np.errstate(all="ignore"):
+            off = np.where(t == 0, power, power * (1.0 + scale * relative))
+        return _V(self.finish(self.round(off, "faithful")), True)
+
     def min_max(self, a: _V, b: _V, which: str) -> _V:
         pick = np.fmin if which == "min" else np.fmax  # one NaN: the other operand (D3D)
         out = pick(a.v, b.v)
@@ -252,6 +275,8 @@ def _walk(node: ast.AST, d: _Device) -> _V:
             return _V(np.where(c.v != 0, a.v, b.v), a.is_float or b.is_float)
         if name in ("min", "max"):
             return d.min_max(args[0], args[1], name)
+        if name == "exp":
+            return d.exp(args[0])
         if name == "clamp":
             return d.min_max(d.min_max(args[0], args[1], "max"), args[2], "min")
         v = args[0].v

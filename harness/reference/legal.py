@@ -155,9 +155,16 @@ def _contains_inf(p: Part) -> np.ndarray:
 
 
 def _hull_of(corners: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest interval holding every corner. Zeros keep their signs: nanmin/nanmax see -0 and
+    +0 as equal and return either, so a hull whose end is a zero reached as -0 by one corner and +0
+    by another (0 * [-2^-24, +0], Alpha 0 times exp(x) - 1 near x = 0) ends in -0 below and +0 above."""
     stack = np.stack(corners)
     with np.errstate(all="ignore"), _quiet_all_nan():
-        return np.nanmin(stack, axis=0), np.nanmax(stack, axis=0)
+        lo, hi = np.nanmin(stack, axis=0), np.nanmax(stack, axis=0)
+        zero = stack == 0
+        lo = np.where((lo == 0) & (zero & np.signbit(stack)).any(axis=0), -0.0, lo)
+        hi = np.where((hi == 0) & (zero & ~np.signbit(stack)).any(axis=0), 0.0, hi)
+    return lo, hi
 
 
 class _quiet_all_nan:
@@ -414,6 +421,39 @@ class LegalEvaluator:
             out.append(_bool_part(true, false, p.tags))
         return out
 
+    def exp(self, a: Value) -> Value:
+        """exp over each part (monotone): the exact exp rounded to its neighbours (the ordinary
+        rounding liberty), and the D3D bound of the type's exp rule, exp(x) * e^(+-argument * |x|)
+        * (1 +- relative) rounded outward (liberty exp_error); exp(+-0) = 1, exp(-inf) = +0,
+        exp(+inf) = +inf exactly (§22.10.6's table); then the fp32 result flush."""
+        if self.rules.exp is None:
+            raise ModelUnsupported(f"the precision model has no exp rule for {self.compute}")
+        relative, argument = self.rules.exp
+        exp_tag = np.uint16(liberty_bit("exp_error"))
+        out: Value = []
+        for p in a:
+            p = self._float_operand(p)
+            real = p.real
+            with np.errstate(all="ignore"):
+                e_lo, e_hi = np.exp(p.lo), np.exp(p.hi)
+                # the sign of exact - float64 where float64 gives exactly 1 (|x| < 2^-53): expm1's
+                err_lo = np.where(e_lo == 1, np.expm1(p.lo), 0.0)
+                err_hi = np.where(e_hi == 1, np.expm1(p.hi), 0.0)
+                near = Part(np.where(real, _down(e_lo, self.dtype, err_lo), np.nan),
+                            np.where(real, _up(e_hi, self.dtype, err_hi), np.nan), p.nan, p.tags, True)
+                shifted_lo = np.where(np.isinf(p.lo), p.lo, p.lo - argument * np.abs(p.lo))
+                shifted_hi = np.where(np.isinf(p.hi), p.hi, p.hi + argument * np.abs(p.hi))
+                b_lo = np.exp(shifted_lo) * np.where(p.lo == 0, 1.0, 1.0 - relative)
+                b_hi = np.exp(shifted_hi) * np.where(p.hi == 0, 1.0, 1.0 + relative)
+                bound = Part(np.where(real, _down(b_lo, self.dtype), np.nan), np.where(real, _up(b_hi, self.dtype), np.nan),
+                             np.zeros_like(p.nan), p.tags | exp_tag, True)
+            for part in (near, bound):
+                if part.present.any():
+                    out.append(part)
+                    if self.rules.flush_denormals:
+                        out += _flush_parts(part, liberty_bit("fp32_result_flush"))
+        return _limit(out)
+
     def unary(self, name: str, a: Value) -> Value:
         out: Value = []
         for p in a:
@@ -456,7 +496,7 @@ _BINARY: dict[type, Callable[[LegalEvaluator, Value, Value], Value]] = {
     ast.BitAnd: lambda ev, a, b: ev.logic("and", a, b),
     ast.BitOr: lambda ev, a, b: ev.logic("or", a, b),
 }
-_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "round_half_even", "round_half_away", "trunc", "isnan", "isinf", "is_negzero",
+_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "exp", "round_half_even", "round_half_away", "trunc", "isnan", "isinf", "is_negzero",
               "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type"}
 _CONSTANT_FUNCTIONS = {"type_min", "type_max", "is_type"}
 
@@ -506,6 +546,8 @@ def _walk(node: ast.AST, ev: LegalEvaluator) -> Value:
             return ev.min_max(ev.min_max(args[0], args[1], "max"), args[2], "min")
         if name in ("isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"):
             return ev.predicate(name, args[0])
+        if name == "exp":
+            return ev.exp(args[0])
         return ev.unary(name, args[0])
     raise ModelUnsupported(f"the precision model has no rule for {type(node).__name__}")
 

@@ -17,7 +17,7 @@ ARITHMETIC_FILE = "_arithmetic.yaml"
 
 # The liberty ids, in the order they are tried when naming what a result needed (bit = position).
 LIBERTY_IDS = ("rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-               "fp32_attribute_flush", "fp32_result_flush", "min_max_nan")
+               "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error")
 
 
 def liberty_bit(liberty: str) -> int:
@@ -37,6 +37,8 @@ class TypeRules:
     min_max_nan: str                 # other_operand | nan
     convert_from_wider: str
     source: str
+    # exp(x): within exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward; None: no rule
+    exp: tuple[float, float] | None = None   # (relative, argument)
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,11 @@ def load_arithmetic(specs_dir: Path, schema_check: Callable[[SourcedYaml, dict],
     for name, raw in data["types"].items():
         division = raw["division"]
         reciprocal = division.get("reciprocal")
+        exp = raw.get("exp")
         types[name] = TypeRules(name, raw["add_sub_mul"], division["direct"],
                                 (reciprocal["rcp"], reciprocal["multiply"]) if reciprocal else None,
-                                raw["flush_denormals"], raw["min_max_nan"], raw["convert_from_wider"], raw["source"])
+                                raw["flush_denormals"], raw["min_max_nan"], raw["convert_from_wider"], raw["source"],
+                                (float(exp["relative"]), float(exp["argument"])) if exp else None)
     compute_in = {name: tuple(choices) for name, choices in data["compute_in"].items()}
     for tensor_type, choices in compute_in.items():
         for index, choice in enumerate(choices):

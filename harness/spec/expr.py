@@ -241,6 +241,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "is_negzero": (1, lambda ctx, v: _is_negzero(v)),
     "is_denormal_f32": (1, lambda ctx, v: is_f32_denormal(v)),
     "is_half": (1, lambda ctx, v: _is_half(v)),
+    "exp": (1, lambda ctx, v: np.exp(_as_float(v))),
     "f32": (1, lambda ctx, v: _as_float(v).astype(np.float32).astype(np.float64)),
     "f16": (1, lambda ctx, v: _as_float(v).astype(np.float16).astype(np.float64)),
     "ulp_out": (1, _ulp_out),
@@ -267,6 +268,7 @@ class Formula:
     names: frozenset[str]
     tensor_names: frozenset[str]
     exact_in_any_precision: bool = False  # only selects and comparisons: no rounding can happen
+    transcendental: bool = False          # calls exp(): float64 gives its value only approximately
 
     def evaluate(self, ctx: EvalContext) -> Any:
         with np.errstate(all="ignore"):
@@ -360,7 +362,9 @@ def parse_formula(text: str) -> Formula:
     except (RecursionError, MemoryError) as exc:  # unreachable within MAX_FORMULA_DEPTH; never a traceback
         raise FormulaError(f"formula too deeply nested to check ({type(exc).__name__})") from None
     return Formula(text=text, tree=tree, names=frozenset(names), tensor_names=frozenset(tensor_names),
-                   exact_in_any_precision=_is_select_only(tree.body))
+                   exact_in_any_precision=_is_select_only(tree.body),
+                   transcendental=any(isinstance(sub, ast.Call) and getattr(sub.func, "id", None) in TRANSCENDENTAL_FUNCTIONS
+                                      for sub in ast.walk(tree.body)))
 
 
 _SELECT_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "isnan", "isinf", "is_negzero", "bitnot"}
@@ -465,7 +469,11 @@ ANY_NUMBER: Kinds = frozenset({INTEGER, FLOAT})
 # can never be a float (a dead condition). The others are meaningful for any number.
 INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max"})
 FLOAT_ONLY_FUNCTIONS = frozenset({"isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"})
-_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out"}
+# Float-only functions with a float value: the precision model has rules for them on floats only
+# (D3D's exp is a float instruction), so an argument that can be an integer or a truth value is an error.
+FLOAT_VALUE_FUNCTIONS = frozenset({"exp"})
+TRANSCENDENTAL_FUNCTIONS = frozenset({"exp"})  # results float64 cannot give exactly (see evaluate.py)
+_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out", "exp"}
 
 
 @dataclass(frozen=True)
@@ -545,6 +553,12 @@ def _call_kinds(node: ast.Call, facts: KindFacts) -> Kinds:
             raise FormulaError(f"{fname}() is meaningful for float values only, but '{ast.unparse(first)}' "
                                f"is never a float{_reasons(first, facts)}, so it is always false")
         return frozenset({BOOL})
+    if fname in FLOAT_VALUE_FUNCTIONS:
+        wrong = sorted(args[0] - {FLOAT})
+        if wrong:
+            raise FormulaError(f"{fname}() takes float values only, but '{ast.unparse(first)}' can be a "
+                               f"{' or '.join(wrong)} value{_reasons(first, facts)}")
+        return frozenset({FLOAT})
     if fname == "where":
         return args[1] | args[2]
     if fname in ("min", "max", "clamp"):
@@ -637,7 +651,15 @@ _UFUNC_CALLS: dict[str, list[np.ufunc]] = {
     "min": [np.minimum], "max": [np.maximum], "clamp": [np.maximum, np.minimum], "abs": [np.absolute],
 }
 # functions whose result is always a new array (so later steps may write into it)
-_FRESH_RESULTS = {"where", "isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "ulp_out", "bitnot"}
+_FRESH_RESULTS = {"where", "isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "ulp_out", "bitnot", "exp"}
+
+
+def _is_exp_minus_one(node: ast.BinOp) -> bool:
+    """`exp(a) - 1`: evaluated as expm1(a), the same real value without float64's cancellation
+    (exp(-1e-10) - 1 in float64 keeps only about 6 correct digits; expm1 keeps all 16)."""
+    return (isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Name)
+            and node.left.func.id == "exp" and len(node.left.args) == 1
+            and isinstance(node.right, ast.Constant) and type(node.right.value) in (int, float) and node.right.value == 1)
 
 
 def _eval(node: ast.AST, ctx: EvalContext) -> Any:
@@ -654,6 +676,8 @@ def _node(node: ast.AST, ctx: EvalContext) -> tuple[Any, bool]:
         except KeyError:
             raise FormulaError(f"name '{node.id}' is not bound") from None
     if isinstance(node, ast.BinOp):
+        if _is_exp_minus_one(node):
+            return np.expm1(_as_float(_node(node.left.args[0], ctx)[0])), True  # type: ignore[attr-defined]
         return _apply(_BINOPS[type(node.op)], [_node(node.left, ctx), _node(node.right, ctx)])
     if isinstance(node, ast.UnaryOp):
         operand = _node(node.operand, ctx)
@@ -714,7 +738,29 @@ def _exact_round_half_even(v: Any) -> Any:
     return Fraction(round(v))  # Python rounds Fractions half to even
 
 
+# exp of a non-zero rational is irrational, so no exact Fraction exists: it is computed with Python's
+# decimal module to EXP_DIGITS significant digits (correctly rounded there) and handed on as a
+# Fraction. That decides the rounding to float32/float16 of every result whose distance from a
+# rounding midpoint is above about 10^-(EXP_DIGITS - 50) relative (the 50: exp(x) - 1 cancels up to
+# 45 leading digits for an fp32 denormal x); binary32's hardest-to-round cases of exp need about
+# 2 x 24 + 10 bits, far below that. exp(0) = 1 is exact.
+EXP_DIGITS = 120
+
+
+def _exact_exp(v: Any) -> Any:
+    from decimal import Context, Decimal
+    from fractions import Fraction
+    if v == 0:
+        return Fraction(1)
+    if abs(v) > 10 ** 4:  # exp overflows or underflows every float type: float64's inf or 0 is exact
+        raise NotExact("exp of a huge argument")
+    ctx = Context(prec=EXP_DIGITS, Emax=10 ** 6, Emin=-10 ** 6)
+    value = ctx.divide(Decimal(v.numerator), Decimal(v.denominator)).exp(ctx)
+    return Fraction(value)
+
+
 _EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "exp": _exact_exp,
     "where": lambda c, a, b: a if c else b,
     "min": _exact_min,
     "max": _exact_max,

@@ -234,14 +234,18 @@ ARITHMETIC_SCHEMA: dict = {
                 "flush_denormals": {"type": "boolean"},
                 "min_max_nan": {"enum": ["other_operand", "nan"]},
                 "convert_from_wider": _ROUNDING,
+                # exp(x) = exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward
+                "exp": {"type": "object", "additionalProperties": False, "required": ["relative", "argument"],
+                        "properties": {"relative": {"type": "number", "minimum": 0, "maximum": 0.5},
+                                       "argument": {"type": "number", "minimum": 0, "maximum": 0.5}}},
                 "source": {"type": "string"}}}},
         "conversion_to_compute": _ROUNDING,
         "liberties": {"type": "object", "additionalProperties": False,
                       "required": ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-                                   "fp32_attribute_flush", "fp32_result_flush", "min_max_nan"],
+                                   "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error"],
                       "properties": {name: {"type": "string"} for name in
                                      ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-                                      "fp32_attribute_flush", "fp32_result_flush", "min_max_nan"]}},
+                                      "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error"]}},
     },
 }
 
