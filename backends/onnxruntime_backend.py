@@ -36,7 +36,13 @@ _ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "IN
                "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
 _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
 MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
-_BUILDERS = {"node", "bitwise", "quantize", "reduce_index"}
+# builder -> the keys its table entry must have (inputs: a list of tensor fields; the others: names)
+_BUILDER_KEYS: dict[str, tuple[str, ...]] = {
+    "node": ("op", "inputs"), "bitwise": ("op", "inputs"), "quantize": (),
+    "reduce_index": ("op", "inputs", "axes", "select_last_index"),
+    "slice_window": ("inputs", "offsets", "sizes", "strides"),
+}
+_BUILDERS = set(_BUILDER_KEYS)
 
 
 def load_mapping(path: Path) -> dict[str, dict]:
@@ -48,8 +54,10 @@ def load_mapping(path: Path) -> dict[str, dict]:
     for op, entry in src.data.items():
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
-        if entry["builder"] not in ("quantize",) and (not isinstance(entry.get("op"), str) or not isinstance(entry.get("inputs"), list)):
-            raise src.error((op,), "a node or bitwise mapping needs op (an ONNX operator) and inputs (tensor fields)")
+        needs = _BUILDER_KEYS[entry["builder"]]
+        missing = [k for k in needs if k not in entry or not isinstance(entry[k], list if k == "inputs" else str)]
+        if missing:
+            raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
     return dict(src.data)
 
 
@@ -155,6 +163,8 @@ class OnnxRuntimeBackend:
             return self._quantize(d, inputs, out_type)
         if entry["builder"] == "reduce_index":
             return self._reduce_index(entry, d, inputs)
+        if entry["builder"] == "slice_window":
+            return self._slice_window(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -225,6 +235,33 @@ class OnnxRuntimeBackend:
             inits = [helper.make_tensor("grouped_shape", TensorProto.INT64, [len(grouped_shape)], grouped_shape)]
             graph = helper.make_graph(nodes, entry["op"], [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
                                       [helper.make_tensor_value_info("y", TensorProto.INT64, grouped_shape[:-1] + [1])], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
+    def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a
+        negative stride), step by the stride, and stop after the output's size; an end before
+        index 0 is INT64_MIN (ONNX reads a negative end as counted from the back)."""
+        spec = self.specs.operator(d.operator)
+        (name,) = entry["inputs"]
+        x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        names = attribute_names(spec, d.attributes)
+        offsets, sizes, strides = (list(names[entry[k]]) for k in ("offsets", "sizes", "strides"))
+        starts = [o + (n - 1 if s < 0 else 0) for o, n, s in zip(offsets, sizes, strides)]
+        ends = [b + s * (k - 1) + (1 if s > 0 else -1) for b, s, k in zip(starts, strides, out_sizes)]
+        ends = [e if e >= 0 else -(2**63) for e in ends]
+        key = ("Slice", in_type, tuple(x.shape), tuple(starts), tuple(ends), tuple(strides))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            consts = {"starts": starts, "ends": ends, "axes": list(range(x.ndim)), "steps": strides}
+            inits = [helper.make_tensor(k, TensorProto.INT64, [len(v)], v) for k, v in consts.items()]
+            node = helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])
+            graph = helper.make_graph([node], "Slice", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
 

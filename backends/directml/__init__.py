@@ -244,7 +244,7 @@ class DirectMLBackend:
                 kind = {"FLOAT": "float", "INT": "int"}.get(f.element or "UINT", "uint")
                 fields.append({"kind": "array", "items": [{"kind": kind, "value": v} for v in d.attributes.get(f.name, [])]})
             elif f.is_count:
-                fields.append({"kind": "uint", "value": len(d.attributes.get(f.count_of or "", []))})
+                fields.append({"kind": "uint", "value": len(d.attributes.get((f.count_of or ("",))[0], []))})
             elif f.c_type == "INT":
                 fields.append({"kind": "int", "value": int(d.attributes.get(f.name, f.default or 0))})
             elif f.c_type == "FLOAT":

@@ -19,7 +19,7 @@ from harness.generate.values import random_values
 from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
 from harness.generate.strategies import valid_descriptors
-from harness.generate.expression_breakers import expression_breaker, reachable, rederive
+from harness.generate.expression_breakers import expression_breaker, first_array_values, reachable, rederive
 from harness.model.validator import validate
 
 
@@ -186,13 +186,12 @@ def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: De
     out = spec.formula.output
     t = d.tensors[out]
     if all(s == 1 for s in t.sizes):
+        if out in {c.tensors[0] for c in spec.shape_rules}:
+            reject()  # the spec derives a single-element output here (a full reduction, a 1-element window): no overlap possible
         sizes = list(t.sizes)
         sizes[-1] = 2
-        _set_group_sizes(spec, d, sizes if out not in {c.tensors[0] for c in spec.shape_rules} else [2] * len(sizes))
-        rederive(spec, d)
+        _set_group_sizes(spec, d, sizes)
     t = d.tensors[out]
-    if all(s == 1 for s in t.sizes):
-        reject()  # the spec derives a single-element output here (a full reduction): no overlap possible
     strides = packed_strides(t.sizes)
     axis = draw(st.sampled_from([i for i, s in enumerate(t.sizes) if s > 1]))
     strides[axis] = 0
@@ -352,10 +351,13 @@ def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: st
     then reports both, and the suite's exactly-one-rule test says so)."""
     if validate(spec, d, level).rule_ids == {rule}:
         return d
-    for keep in [set()] + [{name} for name in d.tensors]:
-        candidate = copy.deepcopy(d)
-        if rederive(spec, candidate, keep) and validate(spec, candidate, level).rule_ids == {rule}:
-            return candidate
+    for fresh_arrays in (False, True):  # the arrays drawn for the old sizes may no longer fit the new ones
+        for keep in [set()] + [{name} for name in d.tensors]:
+            candidate = copy.deepcopy(d)
+            if fresh_arrays:
+                candidate.attributes.update(first_array_values(spec, candidate))
+            if rederive(spec, candidate, keep) and validate(spec, candidate, level).rule_ids == {rule}:
+                return candidate
     return d
 
 

@@ -54,13 +54,18 @@ def _array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
             continue
         values = list(d.attributes.get(f.name, []))
         top = UINT32_MAX if f.element == "UINT" else 2**31 - 1
-        for v in (rank, rank + 1, 8, top):
+        group = next((c.count_of for c in spec.attribute_fields if c.is_count and f.name in (c.count_of or ())), (f.name,))
+        for v in (0, rank, rank + 1, 8, top):
             for i in range(len(values)):
                 yield f"{f.name}[{i}] = {v}", lambda x, n=f.name, i=i, v=v: x.attributes[n].__setitem__(i, v)
-            yield f"{f.name} += [{v}]", lambda x, n=f.name, v=v: x.attributes[n].append(v)
-        if values:
+            if len(group) == 1:
+                yield f"{f.name} += [{v}]", lambda x, n=f.name, v=v: x.attributes[n].append(v)
+        if values and len(group) == 1:  # an array with a count of its own: one more or fewer item
             yield f"{f.name} repeats {values[0]}", lambda x, n=f.name: x.attributes[n].append(x.attributes[n][0])
             yield f"{f.name} = []", lambda x, n=f.name: x.attributes.__setitem__(n, [])
+        elif values and f.name == group[0]:  # arrays sharing a count change length together
+            yield f"{', '.join(group)} drop their last item", lambda x, g=group: [x.attributes[n].pop() for n in g]
+            yield f"{', '.join(group)} repeat their last item", lambda x, g=group: [x.attributes[n].append(x.attributes[n][-1]) for n in g]
             if f.element == "INT":
                 yield f"{f.name}[0] = -1", lambda x, n=f.name: x.attributes[n].__setitem__(0, -1)
 
@@ -93,8 +98,29 @@ def _size_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
         yield f"{name} gains a leading 1", edit(name, lambda t: t.sizes.insert(0, 1))
 
 
+def _shape_rule_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    """A derived tensor one past what its shape rule gives (an exact size, or an upper bound) in one dimension."""
+    for c in spec.shape_rules:
+        name = c.tensors[0]
+        if d.tensors.get(name) is None:
+            continue
+        try:
+            want = derive_sizes(spec, d, name)
+        except ValueError:
+            continue
+        for i, v in enumerate(want):
+            def apply(x: Descriptor, name: str = name, want: list[int] = want, i: int = i, v: int = v) -> None:
+                t = x.tensors[name]
+                assert t is not None
+                if len(t.sizes) == len(want):
+                    t.sizes[i] = v + 1
+                    t.dimension_count = None
+                    reset_layout(t)
+            yield f"{name}.Sizes[{i}] = {v + 1} (one past {c.id})", apply
+
+
 def mutations(spec: OperatorSpec, d: Descriptor) -> list[Mutation]:
-    return [*_array_mutations(spec, d), *_scalar_mutations(spec, d), *_size_mutations(spec, d)]
+    return [*_array_mutations(spec, d), *_scalar_mutations(spec, d), *_size_mutations(spec, d), *_shape_rule_mutations(spec, d)]
 
 
 def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start: int = 0) -> tuple[Descriptor, str] | None:
@@ -128,6 +154,29 @@ def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Des
     return breaker
 
 
+def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, list[int]]:
+    """Each array field from the first choices of its domain (a subset: its first items, at least
+    one; per position: the first choice), in the order the domains read each other."""
+    from harness.model.facts import attribute_names, tensor_facts
+    out: dict[str, list[int]] = {}
+    pending = [f for f in spec.attribute_fields if f.is_array]
+    for _ in range(len(pending) + 1):
+        for f in list(pending):
+            pool = spec.attribute_values[f.name]
+            reads = set().union(*(e.names() for k, e in pool.items() if k in ("subset_of", "length", "each")))
+            if reads & {p.name for p in pending if p is not f}:
+                continue
+            pending.remove(f)
+            names, facts = attribute_names(spec, {**d.attributes, **out}), tensor_facts(d)
+            if "subset_of" in pool:
+                domain = pool["subset_of"].evaluate(names, facts) or []
+                out[f.name] = list(domain[:max(pool.get("min_length", 0), 1)])
+            else:
+                out[f.name] = [(pool["each"].evaluate({**names, "i": i}, facts) or [0])[0]
+                               for i in range(pool["length"].evaluate(names, facts) or 0)]
+    return out
+
+
 @lru_cache(maxsize=None)
 def reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
     """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level`."""
@@ -140,13 +189,8 @@ def reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
     for f in spec.tensor_fields:
         t = types[f.name]
         tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
-    from harness.model.facts import attribute_names, tensor_facts
     d = Descriptor(spec.name, tensors, dict(spec.default_attributes()))
-    for f in spec.attribute_fields:
-        if f.is_array:
-            pool = spec.attribute_values[f.name]
-            domain = pool["subset_of"].evaluate(attribute_names(spec, d.attributes), tensor_facts(d)) or []
-            d.attributes[f.name] = list(domain[:max(pool.get("min_length", 0), 1)])
+    d.attributes.update(first_array_values(spec, d))
     if derived and not rederive(spec, d):
         return False
     if not validate(spec, d, level).accepted:

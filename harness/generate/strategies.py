@@ -97,6 +97,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         t = types[f.name]
         if f.name in derived and t is not None:
             sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
+            if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
+                sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
             tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
@@ -115,14 +117,31 @@ def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> d
     """Each array field: a subset of its `subset_of` domain (evaluated on the free tensors), of at
     least `min_length` entries, ascending or in any order as the spec says."""
     out: dict[str, list[int]] = {}
-    for f in spec.attribute_fields:
-        if not f.is_array:
-            continue
-        pool = spec.attribute_values[f.name]
-        domain = pool["subset_of"].evaluate(attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)) or []
-        chosen = draw(st.lists(st.sampled_from(domain), min_size=min(pool.get("min_length", 0), len(domain)), unique=True)) if domain else []
-        out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else chosen
+    pending = [f for f in spec.attribute_fields if f.is_array]
+    while pending:  # an array's domain may read arrays drawn before it (offsets within the drawn sizes)
+        ready = [f for f in pending if not (_reads(spec.attribute_values[f.name]) & {p.name for p in pending})]
+        if not ready:
+            raise ValueError(f"{spec.name}: the array domains of {', '.join(p.name for p in pending)} read each other")
+        for f in ready:
+            pending.remove(f)
+            pool = spec.attribute_values[f.name]
+            names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)
+            if "subset_of" in pool:
+                domain = pool["subset_of"].evaluate(names, facts) or []
+                chosen = draw(st.lists(st.sampled_from(domain), min_size=min(pool.get("min_length", 0), len(domain)), unique=True)) if domain else []
+                out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else chosen
+                continue
+            items = []
+            for i in range(pool["length"].evaluate(names, facts) or 0):
+                choices = pool["each"].evaluate({**names, "i": i}, facts) or []
+                items.append(draw(st.sampled_from(choices)) if choices else 0)
+            out[f.name] = items
     return out
+
+
+def _reads(pool: dict) -> set[str]:
+    """The names an array's domain expressions read."""
+    return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each")))
 
 
 def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list[int]:

@@ -32,7 +32,10 @@ class Sweep:
 
 
 def is_unary(spec: OperatorSpec) -> bool:
-    return len(spec.formula.inputs) == 1 and len(spec.input_fields) == 1
+    """An element-wise operator of one input: every value of a small type in one tensor is a case.
+    (Family operators are not swept: their arrays and derived shapes would need a descriptor of
+    their own per family; random cases there carry the special values.)"""
+    return len(spec.formula.inputs) == 1 and len(spec.input_fields) == 1 and spec.formula.family is None
 
 
 def _shape_for(spec: OperatorSpec, level: str, count: int) -> list[int]:

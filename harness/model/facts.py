@@ -29,7 +29,7 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
         if f.is_array:
             names[f.name] = [int(v) for v in attributes.get(f.name, [])]
         elif f.is_count:
-            names[f.name] = len(attributes.get(f.count_of or "", []))
+            names[f.name] = len(attributes.get((f.count_of or ("",))[0], []))
         else:
             names[f.name] = _plain(attributes.get(f.name, defaults.get(f.name, 0.0)))
     return names

@@ -98,16 +98,27 @@ def _tensor_rules(name: str, desc: TensorDesc, catalog: Catalog, is_output: bool
                 out.append(Violation("tensor.output_overlap", name, f"strides {effective_strides(desc)} overlap for sizes {desc.sizes}"))
 
 
+def _malformed(desc: TensorDesc | None) -> bool:
+    """A tensor whose Sizes no relation can be read from: a zero size, or Sizes that do not have
+    DimensionCount entries (tensor.zero_size and tensor.sizes_length report it)."""
+    return desc is not None and (0 in desc.sizes or len(desc.sizes) != desc.dim_count)
+
+
 def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Violation]:
     """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
     what is not there (an absent tensor, an index past a list's end) is not in force: another rule
-    reports the cause (tensor.missing, or the rule that keeps the index in range)."""
+    reports the cause (tensor.missing, or the rule that keeps the index in range); nor is a rule
+    that reads a malformed tensor (a zero size, Sizes not DimensionCount long): the structural rule
+    is the one broken, and a relation over such Sizes says nothing."""
     rules = [c for c in spec.constraints if c.rule in ("expression", "shape")]
     if not rules:
         return []
     names, tensors = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    malformed = {n for n, t in descriptor.tensors.items() if _malformed(t)}
     out = []
     for c in rules:
+        if malformed & c.reads:
+            continue
         if c.guard is not None and not c.guard.evaluate(names, tensors):
             continue
         if c.rule == "expression":
@@ -118,7 +129,12 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
         tensor = c.tensors[0]
         desc = descriptor.tensors.get(tensor)
         want = c.sizes.evaluate(names, tensors) if c.sizes is not None else None
-        if desc is not None and want is not None and list(desc.sizes) != want:
+        if desc is None or want is None:
+            continue
+        if c.bound == "upper":
+            if len(desc.sizes) != len(want) or not all(1 <= a <= w for a, w in zip(desc.sizes, want)):
+                out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, each must be 1 to {want}"))
+        elif list(desc.sizes) != want:
             out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, expected {want}"))
     return out
 

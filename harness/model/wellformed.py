@@ -216,6 +216,10 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     for f in spec.attribute_fields:  # an array is always set (its count field is its length, never set itself)
         if f.is_array and not isinstance(case.descriptor.attributes.get(f.name), list):
             raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} array (with {f.count}) must be a list of integers")
+        if f.is_count and len({len(case.descriptor.attributes.get(a, [])) if isinstance(case.descriptor.attributes.get(a), list) else -1
+                               for a in f.count_of or ()}) > 1:
+            raise CaseFormatError(f"descriptor.attributes.{(f.count_of or ('',))[0]}", f"{', '.join(f.count_of or ())} share the count {f.name}: "
+                                                                                       f"they must have the same length")
     for f in spec.attribute_fields:  # a struct pointer's members are attributes Field.Member, all or none
         if f.struct is not None:
             c_types.update({f"{f.name}.{member}": c_type for member, c_type in f.struct})

@@ -36,6 +36,14 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "last_on_ties": Param("expression", required=False,
                               meaning="true: an index reduction returns the last of equal candidates (default: the first)"),
     },
+    "data_movement": {
+        "mode": Param("choice", choices=("strided_window",),
+                      meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
+                              "beginning, or its end where the stride is negative"),
+        "offsets": Param("array", meaning="the window's first element per dimension"),
+        "sizes": Param("array", meaning="the window's extent per dimension"),
+        "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)"),
+    },
 }
 
 

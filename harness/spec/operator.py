@@ -49,7 +49,7 @@ class FieldSpec:
     struct: tuple[tuple[str, str], ...] | None = None  # a struct pointer's members (c_type `const STRUCT*`)
     element: str | None = None  # an array's element C type (c_type `const UINT*` with `count`)
     count: str | None = None  # an array: the field that holds its length
-    count_of: str | None = None  # a count field: the array whose length it is (never set by a descriptor)
+    count_of: tuple[str, ...] | None = None  # a count field: the arrays whose length it is (never set by a descriptor)
 
     @property
     def is_array(self) -> bool:
@@ -114,10 +114,18 @@ class Constraint:
     check: ShapeExpr | None = None   # rule expression: what must hold
     sizes: ShapeExpr | None = None   # rule shape: the Sizes `tensors[0]` must have (generation derives them)
     guard: ShapeExpr | None = None   # an expression `when`: the rule is in force only where it holds
+    bound: str | None = None         # rule shape with bound 'upper': each size from 1 up to `sizes`
+    _tensor_names: tuple[str, ...] = ()  # every tensor field of the operator (what `reads` looks for)
 
     @property
     def rule_id(self) -> str:
         return f"constraint.{self.id}"
+
+    @property
+    def reads(self) -> set[str]:
+        """The tensor fields an expression or shape rule reads (its target included)."""
+        texts = " ".join(e.text for e in (self.check, self.sizes, self.guard) if e is not None)
+        return set(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts}
 
     def applies(self, tensor_types: dict[str, str | None]) -> bool:
         """Whether the constraint is in force for these data types (its `when`, if any, holds)."""
@@ -491,6 +499,10 @@ def _read_document(src: SourcedYaml) -> dict:
 SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT")
 
 
+def _names(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[FieldSpec], _Roles]:
     """Read identity (name, introduction) and fields: unique names, defaults on attributes only, an output."""
     if data["operator"] != src.path.stem:
@@ -535,7 +547,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
                                                              f"pointer to a struct of specs/_structs.yaml ({', '.join(f'const {n}*' for n in sorted(catalog.structs))}); "
                                                              f"found {c_type!r}")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
-                                raw.get("count"), raw.get("count_of")))
+                                raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None))
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -544,10 +556,11 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         raise src.error(("fields",), "an operator needs at least one output tensor field")
     by_name = {f.name: (i, f) for i, f in enumerate(fields)}
     for index, f in enumerate(fields):  # arrays and count fields name each other
-        if f.count is not None and (f.count not in by_name or by_name[f.count][1].count_of != f.name):
-            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field with count_of: {f.name}")
-        if f.count_of is not None and (f.count_of not in by_name or by_name[f.count_of][1].count != f.name):
-            raise src.error(("fields", index, "count_of"), f"{f.count_of!r} must be an array field with count: {f.name}")
+        if f.count is not None and (f.count not in by_name or f.name not in (by_name[f.count][1].count_of or ())):
+            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field whose count_of names {f.name}")
+        for array in f.count_of or ():
+            if array not in by_name or by_name[array][1].count != f.name:
+                raise src.error(("fields", index, "count_of"), f"{array!r} must be an array field with count: {f.name}")
     return fields, roles
 
 
@@ -610,9 +623,10 @@ def shape_names(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> set[str]:
     return {f.name for f in fields if f.role == "attribute" and f.struct is None} | set(enum_members(list(fields)))
 
 
-def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles) -> ShapeExpr:
+def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles,
+                extra: set[str] | None = None) -> ShapeExpr:
     try:
-        return parse_shape_expr(text, shape_names(fields), roles.tensors)
+        return parse_shape_expr(text, shape_names(fields) | (extra or set()), roles.tensors)
     except FormulaError as exc:
         raise src.error(path, str(exc)) from None
 
@@ -629,7 +643,8 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
             raise src.error(path, "rule expression needs 'expression' (and no 'sizes')")
         check = _shape_expr(src, path + ("expression",), raw["expression"], fields, roles)
         named = tuple(sorted(t for t in roles.tensors if f"{t}." in raw["expression"]))
-        return Constraint(raw["id"], "expression", named, (), None, raw["text"], check=check, guard=guard)
+        return Constraint(raw["id"], "expression", named, (), None, raw["text"], check=check, guard=guard,
+                          _tensor_names=tuple(sorted(roles.tensors)))
     if "sizes" not in raw or "tensor" not in raw or "expression" in raw:
         raise src.error(path, "rule shape needs 'tensor' and 'sizes' (and no 'expression')")
     if raw["tensor"] not in roles.tensors:
@@ -637,7 +652,8 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
     sizes = _shape_expr(src, path + ("sizes",), raw["sizes"], fields, roles)
     if f"{raw['tensor']}." in raw["sizes"]:
         raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on {raw['tensor']} itself")
-    return Constraint(raw["id"], "shape", (raw["tensor"],), (), None, raw["text"], sizes=sizes, guard=guard)
+    return Constraint(raw["id"], "shape", (raw["tensor"],), (), None, raw["text"], sizes=sizes, guard=guard, bound=raw.get("bound"),
+                      _tensor_names=tuple(sorted(roles.tensors)))
 
 
 def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles,
@@ -833,11 +849,16 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
                     if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
                         raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
         is_array = name in by_name and by_name[name].is_array
-        if is_array != ("subset_of" in raw):
-            raise src.error(("attribute_values", name), "an array field's values are given by 'subset_of', a scalar's by 'ordinary'/'edge'")
-        if is_array:
+        if is_array != ("subset_of" in raw or "each" in raw):
+            raise src.error(("attribute_values", name), "an array field's values are given by 'subset_of' or 'length' and 'each', "
+                                                        "a scalar's by 'ordinary'/'edge'")
+        if is_array and "subset_of" in raw:
             attribute_values[name] = dict(raw, subset_of=_shape_expr(src, ("attribute_values", name, "subset_of"),
                                                                     raw["subset_of"], list(fields or []), roles))
+        elif is_array:  # one item per position i: `each` gives the choices at i
+            each = _shape_expr(src, ("attribute_values", name, "each"), raw["each"], list(fields or []), roles, extra={"i"})
+            attribute_values[name] = dict(raw, length=_shape_expr(src, ("attribute_values", name, "length"), raw["length"],
+                                                                  list(fields or []), roles), each=each)
     for f in fields or []:
         if f.is_array and f.name not in attribute_values:
             raise src.error(("attribute_values",), f"array field {f.name} needs attribute_values.{f.name}.subset_of (what generation draws from)")

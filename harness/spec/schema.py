@@ -98,7 +98,7 @@ OPERATOR_SCHEMA: dict = {
                     "c_type": {"type": "string"},
                     "default": {"type": "number"},
                     "count": _NAME,
-                    "count_of": _NAME,
+                    "count_of": {"oneOf": [_NAME, {"type": "array", "items": _NAME, "minItems": 1}]},
                     "source": {"type": "string"},
                 },
             },
@@ -131,6 +131,7 @@ OPERATOR_SCHEMA: dict = {
                     "when": {"oneOf": [_WHEN, _EXPR]},
                     "expression": _EXPR,
                     "sizes": _EXPR,
+                    "bound": {"enum": ["upper"]},
                     "text": {"type": "string"},
                 },
             },
@@ -176,7 +177,9 @@ OPERATOR_SCHEMA: dict = {
                             "edge": {"type": "array", "items": {"type": "number"}}}},
             {"type": "object", "additionalProperties": False, "required": ["subset_of"],
              "properties": {"subset_of": _EXPR, "min_length": {"type": "integer", "minimum": 0},
-                            "order": {"enum": ["ascending", "any"]}, "why": {"type": "string"}}}]}},
+                            "order": {"enum": ["ascending", "any"]}, "why": {"type": "string"}}},
+            {"type": "object", "additionalProperties": False, "required": ["length", "each"],
+             "properties": {"length": _EXPR, "each": _EXPR, "why": {"type": "string"}}}]}},
         "examples": {"type": "array", "items": _EXAMPLE},
         "generation": {"type": "object", "additionalProperties": False, "properties": {
             "favour": {"type": "array", "items": {

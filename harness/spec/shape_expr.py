@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from harness.spec.expr import FormulaError, _parse_bounded
 
-MAX_LIST = 4096  # no shape expression needs a longer list; range(2**40) must not allocate
+MAX_LIST = 1 << 17  # no shape expression needs a longer list (a 65536 size and its range); range(2**40) must not allocate
 
 
 def _range(*args: int) -> list[int]:

@@ -29,7 +29,7 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
                 lines.append(f"    {f.name} ({f.c_type}, {f.count} items), drawn from subsets of {pool['subset_of'].text}")
                 continue
             if f.is_count:
-                lines.append(f"    {f.name} ({f.c_type}), the length of {f.count_of}")
+                lines.append(f"    {f.name} ({f.c_type}), the length of {', '.join(f.count_of or ())}")
                 continue
             default = "no documented default" if f.default is None else f"default {f.default}"
             lines.append(f"    {f.name} ({f.c_type}), {default}")

@@ -37,6 +37,11 @@ def argmax(in_sizes, out_sizes, axes, out="UINT32") -> Descriptor:
                       {"Axes": list(axes), "AxisDirection": 0.0})
 
 
+def slice1(in_sizes, out_sizes, offsets, sizes, strides) -> Descriptor:
+    return Descriptor("SLICE1", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "OutputTensor": TensorDesc("FLOAT32", list(out_sizes))},
+                      {"InputWindowOffsets": list(offsets), "InputWindowSizes": list(sizes), "InputWindowStrides": list(strides)})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -63,6 +68,11 @@ CASES = {
     "constraint.same_dimension_count": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [2], [1]), "4.1"),
     "constraint.axes_in_range": (argmax([2, 3], [1, 1], [0, 1]), "4.1", argmax([2, 3], [2, 3], [2]), "4.1"),
     "constraint.output_sizes": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [1, 3], [1]), "4.1"),
+    # SLICE1: each rule's neighbours are guarded so that it breaks alone (an upper-bound shape rule for the output)
+    "constraint.dimension_count_matches": (slice1([4], [2], [0], [4], [2]), "4.1", slice1([4], [2], [0, 0], [4, 1], [2, 1]), "4.1"),
+    "constraint.window_not_empty": (slice1([4], [1], [0], [1], [1]), "4.1", slice1([4], [1], [0], [0], [1]), "4.1"),
+    "constraint.window_in_bounds": (slice1([4], [1], [1], [3], [1]), "4.1", slice1([4], [1], [2], [3], [1]), "4.1"),
+    "constraint.strides_not_zero": (slice1([4], [1], [0], [4], [-3]), "4.1", slice1([4], [1], [0], [4], [0]), "4.1"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
     "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),
@@ -122,3 +132,21 @@ def test_a_case_is_validated_once(monkeypatch, backend_name):
         calls.clear()
         assert run_case(backend, spec, case, "valid").status == "pass"
         assert len(calls) == 1, f"validated {len(calls)} times"
+
+
+def test_an_upper_bound_shape_rule_takes_any_size_from_one_to_the_bound():
+    spec = SPECS.operator("SLICE1")
+    for out in (1, 2):  # 1 + (4 - 1) // 2 = 2 elements reachable
+        assert validate(spec, slice1([4], [out], [0], [4], [2]), "4.1").accepted
+    assert validate(spec, slice1([4], [3], [0], [4], [2]), "4.1").rule_ids == {"constraint.output_sizes"}
+    assert validate(spec, slice1([4], [2], [0], [4], [-2]), "4.1").accepted  # the sign does not change the count
+
+
+def test_arrays_sharing_a_count_must_have_one_length():
+    from harness.model.descriptor import Case
+    from harness.model.wellformed import CaseFormatError, check_case
+    spec = SPECS.operator("SLICE1")
+    d = slice1([4], [2], [0], [4, 1], [2])
+    with pytest.raises(CaseFormatError) as raised:
+        check_case(Case(d, "4.1", {"InputTensor": bytes(16)}), spec)
+    assert "share the count DimensionCount" in str(raised.value)
