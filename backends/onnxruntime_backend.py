@@ -41,6 +41,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "node": ("op", "inputs"), "bitwise": ("op", "inputs"), "quantize": (),
     "reduce_index": ("op", "inputs", "axes", "select_last_index"),
     "slice_window": ("inputs", "offsets", "sizes", "strides"),
+    "top_k": ("inputs", "axis", "k", "largest", "values", "indices"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -120,10 +121,16 @@ class OnnxRuntimeBackend:
             return Unsupported(str(exc))
         except Exception as exc:  # noqa: BLE001 - ORT errors are results of this case
             return Crashed(f"onnxruntime raised {type(exc).__name__}: {exc}")
-        out_type = catalog.dtype(out_desc.data_type)
-        result = np.asarray(result).astype(out_type.numpy, copy=False).reshape(out_desc.sizes)
-        alias = d.aliases.get(spec.formula.output)
-        return Outputs({spec.formula.output: output_buffer(result, out_desc, out_type, case.inputs[alias] if alias else None)})
+        results = result if isinstance(result, dict) else {spec.formula.output: result}
+        buffers = {}
+        for name, values in results.items():  # one output, or each of several (TopK's values and indices)
+            desc = d.tensors[name]
+            assert desc is not None
+            out_type = catalog.dtype(desc.data_type)
+            values = np.asarray(values).astype(out_type.numpy, copy=False).reshape(desc.sizes)
+            alias = d.aliases.get(name)
+            buffers[name] = output_buffer(values, desc, out_type, case.inputs[alias] if alias else None)
+        return Outputs(buffers)
 
     # --- models --------------------------------------------------------------------------------
     def _session(self, key: tuple, build) -> Any:
@@ -154,7 +161,7 @@ class OnnxRuntimeBackend:
             self._sessions[key] = session
         return session
 
-    def _compute(self, op: str, d: Descriptor, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray:
+    def _compute(self, op: str, d: Descriptor, inputs: dict[str, np.ndarray], out_type: str) -> np.ndarray | dict[str, np.ndarray]:
         """The ONNX model of the operator's family builder (backends/onnxruntime_ops.yaml), run."""
         entry = self.mapping.get(op)
         if entry is None:
@@ -165,6 +172,8 @@ class OnnxRuntimeBackend:
             return self._reduce_index(entry, d, inputs)
         if entry["builder"] == "slice_window":
             return self._slice_window(entry, d, inputs)
+        if entry["builder"] == "top_k":
+            return self._top_k(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -237,6 +246,32 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", TensorProto.INT64, grouped_shape[:-1] + [1])], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
+
+    def _top_k(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX TopK (sorted; ONNX orders equal values by ascending index too): values and int64
+        indices, returned per output field (the caller casts the indices)."""
+        spec = self.specs.operator(d.operator)
+        (name,) = entry["inputs"]
+        x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        names = attribute_names(spec, d.attributes)
+        axis, k = int(names[entry["axis"]]), int(names[entry["k"]])
+        largest = int(bool(parse_shape_expr(entry["largest"], set(names), set()).evaluate(names, {})))
+        out_shape = list(x.shape)
+        out_shape[axis] = k
+        key = ("TopK", in_type, tuple(x.shape), axis, k, largest)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=axis, largest=largest, sorted=1)
+            graph = helper.make_graph([node], "TopK", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("values", _ONNX_TYPES[in_type], out_shape),
+                                       helper.make_tensor_value_info("indices", TensorProto.INT64, out_shape)],
+                                      initializer=[helper.make_tensor("k", TensorProto.INT64, [1], [k])])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        values, indices = self._session(key, build).run(None, {"x": x})
+        return {entry["values"]: values, entry["indices"]: indices}
 
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from hypothesis import strategies as st
 
@@ -71,9 +71,12 @@ def _array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
 
 
 def _scalar_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    ranks = [t.dim_count for t in d.tensors.values() if t is not None]
+    rank = max(ranks) if ranks else 4
     for f in spec.attribute_fields:
         if f.c_type in ("UINT", "INT") and not f.is_count and f.enum is None:
-            for v in (0, 1, 2**31 - 1) + ((UINT32_MAX,) if f.c_type == "UINT" else (-1, -(2**31))):
+            current = int(d.attributes.get(f.name, 0))
+            for v in (0, 1, current + 1, rank, rank + 1, 2**31 - 1) + ((UINT32_MAX,) if f.c_type == "UINT" else (-1, -(2**31))):
                 yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, float(v))
 
 
@@ -154,20 +157,23 @@ def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Des
     return breaker
 
 
-def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, list[int]]:
+def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, Any]:
     """Each array field from the first choices of its domain (a subset: its first items, at least
     one; per position: the first choice), in the order the domains read each other."""
     from harness.model.facts import attribute_names, tensor_facts
     out: dict[str, list[int]] = {}
-    pending = [f for f in spec.attribute_fields if f.is_array]
+    pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
     for _ in range(len(pending) + 1):
         for f in list(pending):
             pool = spec.attribute_values[f.name]
-            reads = set().union(*(e.names() for k, e in pool.items() if k in ("subset_of", "length", "each")))
+            reads = set().union(*(e.names() for k, e in pool.items() if k in ("subset_of", "length", "each", "one_of")))
             if reads & {p.name for p in pending if p is not f}:
                 continue
             pending.remove(f)
             names, facts = attribute_names(spec, {**d.attributes, **out}), tensor_facts(d)
+            if "one_of" in pool:
+                out[f.name] = float((pool["one_of"].evaluate(names, facts) or [0])[0])
+                continue
             if "subset_of" in pool:
                 domain = pool["subset_of"].evaluate(names, facts) or []
                 out[f.name] = list(domain[:max(pool.get("min_length", 0), 1)])

@@ -5,10 +5,11 @@ harness.generate.data, attributes at their defaults or from the spec's pools.
 from __future__ import annotations
 
 import copy
+from typing import Any
 from functools import lru_cache
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, tensor_facts
@@ -23,8 +24,8 @@ from harness.generate.data import make_input_batch, make_inputs
 def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]:
     out = {}
     for f in spec.attribute_fields:
-        if f.is_array or f.is_count:
-            continue  # drawn by _array_values (a count field is its array's length)
+        if f.is_array or f.is_count or "one_of" in spec.attribute_values.get(f.name, {}):
+            continue  # drawn by _array_values, after the free tensors (a count field is its array's length)
         if f.enum is not None:  # every member, evenly
             out[f.name] = st.sampled_from(sorted(float(v) for v in f.enum.values()))
             continue
@@ -116,8 +117,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
 def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> dict[str, list[int]]:
     """Each array field: a subset of its `subset_of` domain (evaluated on the free tensors), of at
     least `min_length` entries, ascending or in any order as the spec says."""
-    out: dict[str, list[int]] = {}
-    pending = [f for f in spec.attribute_fields if f.is_array]
+    out: dict[str, Any] = {}
+    pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
     while pending:  # an array's domain may read arrays drawn before it (offsets within the drawn sizes)
         ready = [f for f in pending if not (_reads(spec.attribute_values[f.name]) & {p.name for p in pending})]
         if not ready:
@@ -126,6 +127,12 @@ def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> d
             pending.remove(f)
             pool = spec.attribute_values[f.name]
             names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)
+            if "one_of" in pool:
+                choices = pool["one_of"].evaluate(names, facts) or []
+                if not choices:
+                    reject()  # the drawn shapes leave this field no valid value (a size-1 axis for TOP_K's K)
+                out[f.name] = float(draw(st.sampled_from(choices)))
+                continue
             if "subset_of" in pool:
                 domain = pool["subset_of"].evaluate(names, facts) or []
                 chosen = draw(st.lists(st.sampled_from(domain), min_size=min(pool.get("min_length", 0), len(domain)), unique=True)) if domain else []
@@ -141,7 +148,7 @@ def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> d
 
 def _reads(pool: dict) -> set[str]:
     """The names an array's domain expressions read."""
-    return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each")))
+    return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
 
 
 def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list[int]:

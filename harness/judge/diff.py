@@ -8,12 +8,12 @@ rejected-invalid (the expected rejection: a pass for invalid cases).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
-from harness.judge.status import FAILURES, Status
+from harness.judge.status import FAILURES, Status, severity
 from harness.model.backend import RunResult
 from harness.model.descriptor import Case
 from harness.model.layout import read_logical, span_elements
@@ -306,7 +306,30 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     unspecified regions) are then applied to the elements that differ only, gathered by index.
     """
     expected = expected or expected_for(spec, case)
-    name = spec.formula.output
+    names = [f.name for f in spec.output_fields if f.name in expected.outputs]
+    results = [_compare_output(spec, case, buffers, expected, name) for name in names]
+    return results[0] if len(results) == 1 else combine_outputs(results)
+
+
+def combine_outputs(results: list[DiffResult]) -> DiffResult:
+    """One result for an operator with several outputs (TOP_K's values and indices): the worst
+    output's status, rows and masks, every output's summary, the counts summed."""
+    worst = min(results, key=lambda r: severity(r.status))
+    combined = replace(worst, summary="; ".join(r.summary for r in results),
+                       elements=sum(r.elements for r in results), mismatch_count=sum(r.mismatch_count for r in results),
+                       unspecified_count=sum(r.unspecified_count for r in results), tie_count=sum(r.tie_count for r in results),
+                       legal_count=sum(r.legal_count for r in results),
+                       unspecified_reasons=sorted({x for r in results for x in r.unspecified_reasons}))
+    liberties: dict[str, int] = {}
+    for r in results:
+        for k, v in r.liberties.items():
+            liberties[k] = liberties.get(k, 0) + v
+    combined.liberties = liberties
+    return combined
+
+
+def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected, name: str) -> DiffResult:
+    """compare_outputs for the output field `name`."""
     read = _read_output(spec, case, buffers, expected, name)
     if isinstance(read, DiffResult):
         return read

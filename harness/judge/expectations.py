@@ -111,8 +111,14 @@ def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
     import numpy as np
     from harness.generate.cases import case_from_arrays
     spec = specs.operator(item.operator)
+    from harness.model.descriptor import TensorDesc
+    types = dict(item.probe["types"])
+    layouts = None
     values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe["inputs"].items()}
-    case = case_from_arrays(spec, level, dict(item.probe["types"]), values, origin=f"probe:{item.id}",
+    if "tensor_sizes" in item.probe:  # index-space operators: each tensor its own Sizes
+        layouts = {n: TensorDesc(t, list(item.probe["tensor_sizes"][n])) for n, t in types.items()}
+        values = {k: v.reshape(item.probe["tensor_sizes"][k]) for k, v in values.items()}
+    case = case_from_arrays(spec, level, types, values, origin=f"probe:{item.id}", layouts=layouts,
                             attributes=dict(item.probe.get("attributes", {})) or None)
     if item.probe.get("rule"):
         case.expect_valid, case.broken_rule = False, item.probe["rule"]

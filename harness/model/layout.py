@@ -170,13 +170,16 @@ def output_overlaps(desc: TensorDesc, limit: int = 1 << 16) -> bool:
     return len(np.unique(offsets)) != len(offsets)
 
 
-def output_buffers(spec: "OperatorSpec", case: "Case", values: np.ndarray) -> dict[str, bytes]:
-    """Every output field's whole buffer holding `values` (see output_buffer): what a backend that
-    computes the formula in NumPy returns."""
+def output_buffers(spec: "OperatorSpec", case: "Case", values: "np.ndarray | dict[str, np.ndarray]") -> dict[str, bytes]:
+    """Every output field's whole buffer holding `values` (see output_buffer), or each output's own
+    values when `values` maps output names to arrays (an operator with several outputs): what a
+    backend that computes the formula in NumPy returns."""
     buffers: dict[str, bytes] = {}
     for f in spec.output_fields:
         desc = case.descriptor.tensors[f.name]
-        assert desc is not None
+        if desc is None:
+            continue
+        mine = values[f.name] if isinstance(values, dict) else values
         alias = case.descriptor.aliases.get(f.name)
-        buffers[f.name] = output_buffer(values, desc, spec.catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
+        buffers[f.name] = output_buffer(mine, desc, spec.catalog.dtype(desc.data_type), case.inputs[alias] if alias else None)
     return buffers

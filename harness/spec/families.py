@@ -8,8 +8,9 @@ the declarations only (the spec stage may not import the reference stage): each 
 parameters, their kinds, and which are required.
 
 Parameter kinds: `choice` (one of the listed words), `array` (the name of an array attribute
-field), `expression` (a shape expression over attributes and enum members, evaluated per
-descriptor: harness.spec.shape_expr).
+field), `scalar` (the name of a UINT or INT attribute field), `output` (the name of an output
+tensor field: families with several outputs name each), `expression` (a shape expression over
+attributes and enum members, evaluated per descriptor: harness.spec.shape_expr).
 """
 from __future__ import annotations
 
@@ -35,6 +36,16 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "axes": Param("array", meaning="the array attribute listing the reduced axes"),
         "last_on_ties": Param("expression", required=False,
                               meaning="true: an index reduction returns the last of equal candidates (default: the first)"),
+    },
+    "sort": {
+        "mode": Param("choice", choices=("top_k",),
+                      meaning="top_k: the K largest (or smallest) elements of each sequence along an axis, sorted, "
+                              "equal values by ascending index, with their indices"),
+        "axis": Param("scalar", meaning="the UINT field naming the axis"),
+        "k": Param("scalar", meaning="the UINT field holding K"),
+        "largest": Param("expression", meaning="true: the largest K in decreasing order; false: the smallest in increasing order"),
+        "values": Param("output", meaning="the output tensor of the selected values"),
+        "indices": Param("output", meaning="the output tensor of their indices within the sequence"),
     },
     "data_movement": {
         "mode": Param("choice", choices=("strided_window",),
@@ -70,6 +81,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     if unknown:
         raise FormulaError(f"family {name} has no parameter {', '.join(unknown)}; it takes {', '.join(sorted(declared))}")
     arrays = {f.name for f in fields if getattr(f, "is_array", False)}
+    scalars = {f.name for f in fields if f.role == "attribute" and f.c_type in ("UINT", "INT") and not f.is_count}
+    outputs = {f.name for f in fields if f.role == "output"}
     for key, param in declared.items():
         if key not in raw:
             if param.required:
@@ -80,9 +93,11 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             if value not in param.choices:
                 raise FormulaError(f"{key}: {value!r} is not one of {', '.join(param.choices)}")
             params[key] = value
-        elif param.kind == "array":
-            if value not in arrays:
-                raise FormulaError(f"{key}: {value!r} is not an array attribute field ({', '.join(sorted(arrays)) or 'none'})")
+        elif param.kind in ("array", "scalar", "output"):
+            allowed = {"array": arrays, "scalar": scalars, "output": outputs}[param.kind]
+            if value not in allowed:
+                raise FormulaError(f"{key}: {value!r} is not {'an' if param.kind != 'scalar' else 'a'} {param.kind} field "
+                                   f"({', '.join(sorted(allowed)) or 'none'})")
             params[key] = value
         else:
             params[key] = parse_shape_expr(str(value), names, tensors)

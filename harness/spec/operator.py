@@ -848,6 +848,12 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
                 for i, v in enumerate(raw.get(key, [])):
                     if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
                         raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
+        if "one_of" in raw:  # a UINT/INT scalar whose valid values depend on the shapes (an axis, a count)
+            if owner is None or owner.c_type not in ("UINT", "INT") or owner.is_count:
+                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT and INT scalar fields")
+            attribute_values[name] = dict(raw, one_of=_shape_expr(src, ("attribute_values", name, "one_of"), raw["one_of"],
+                                                                  list(fields or []), roles))
+            continue
         is_array = name in by_name and by_name[name].is_array
         if is_array != ("subset_of" in raw or "each" in raw):
             raise src.error(("attribute_values", name), "an array field's values are given by 'subset_of' or 'length' and 'each', "

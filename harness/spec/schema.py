@@ -179,7 +179,9 @@ OPERATOR_SCHEMA: dict = {
              "properties": {"subset_of": _EXPR, "min_length": {"type": "integer", "minimum": 0},
                             "order": {"enum": ["ascending", "any"]}, "why": {"type": "string"}}},
             {"type": "object", "additionalProperties": False, "required": ["length", "each"],
-             "properties": {"length": _EXPR, "each": _EXPR, "why": {"type": "string"}}}]}},
+             "properties": {"length": _EXPR, "each": _EXPR, "why": {"type": "string"}}},
+            {"type": "object", "additionalProperties": False, "required": ["one_of"],
+             "properties": {"one_of": _EXPR, "why": {"type": "string"}}}]}},
         "examples": {"type": "array", "items": _EXAMPLE},
         "generation": {"type": "object", "additionalProperties": False, "properties": {
             "favour": {"type": "array", "items": {

@@ -42,6 +42,11 @@ def slice1(in_sizes, out_sizes, offsets, sizes, strides) -> Descriptor:
                       {"InputWindowOffsets": list(offsets), "InputWindowSizes": list(sizes), "InputWindowStrides": list(strides)})
 
 
+def topk(in_sizes, value_sizes, index_sizes, axis, k) -> Descriptor:
+    return Descriptor("TOP_K1", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "OutputValueTensor": TensorDesc("FLOAT32", list(value_sizes)),
+                                 "OutputIndexTensor": TensorDesc("UINT32", list(index_sizes))}, {"Axis": float(axis), "K": float(k), "AxisDirection": 1.0})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -72,6 +77,12 @@ CASES = {
     "constraint.dimension_count_matches": (slice1([4], [2], [0], [4], [2]), "4.1", slice1([4], [2], [0, 0], [4, 1], [2, 1]), "4.1"),
     "constraint.window_not_empty": (slice1([4], [1], [0], [1], [1]), "4.1", slice1([4], [1], [0], [0], [1]), "4.1"),
     "constraint.window_in_bounds": (slice1([4], [1], [1], [3], [1]), "4.1", slice1([4], [1], [2], [3], [1]), "4.1"),
+    # TOP_K1: the shape rules are guarded by a valid Axis and K, so each of those breaks alone
+    "constraint.axis_in_range": (topk([4], [2], [2], 0, 2), "5.0", topk([4], [2], [2], 1, 2), "5.0"),
+    "constraint.k_positive": (topk([4], [1], [1], 0, 1), "5.0", topk([4], [1], [1], 0, 0), "5.0"),
+    "constraint.k_below_axis_size": (topk([4], [3], [3], 0, 3), "5.0", topk([4], [4], [4], 0, 4), "5.0"),
+    "constraint.value_sizes": (topk([2, 4], [2, 2], [2, 2], 1, 2), "5.0", topk([2, 4], [2, 3], [2, 2], 1, 2), "5.0"),
+    "constraint.index_sizes": (topk([2, 4], [1, 4], [1, 4], 0, 1), "5.0", topk([2, 4], [1, 4], [2, 4], 0, 1), "5.0"),
     "constraint.strides_not_zero": (slice1([4], [1], [0], [4], [-3]), "4.1", slice1([4], [1], [0], [4], [0]), "4.1"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),

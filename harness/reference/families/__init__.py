@@ -29,6 +29,6 @@ Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResu
 
 def family_compute(name: str) -> Compute:
     """The plug-in of family `name` (the spec loader has checked the name)."""
-    from harness.reference.families import data_movement, reduce
-    plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute}
+    from harness.reference.families import data_movement, reduce, sort
+    plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute, "sort": sort.compute}
     return plugins[name]

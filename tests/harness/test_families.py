@@ -1,0 +1,62 @@
+"""The family references through the judge: what a device may legally do to an index-space
+operator, and what it may not. Values are hand-checked; the backend outputs are built by hand."""
+import numpy as np
+
+from harness.generate.cases import case_from_arrays
+from harness.judge.diff import judge
+from harness.model.backend import Outputs
+from harness.model.descriptor import TensorDesc
+from harness.model.layout import output_buffers
+from tests.helpers import SPECS
+
+
+def _case(op, types, sizes, inputs, attributes):
+    spec = SPECS.operator(op)
+    layouts = {n: TensorDesc(t, list(sizes[n])) for n, t in types.items()}
+    values = {n: np.asarray(v).astype(SPECS.catalog.dtype(types[n]).numpy).reshape(sizes[n]) for n, v in inputs.items()}
+    return spec, case_from_arrays(spec, "6.4", types, values, attributes=attributes, layouts=layouts)
+
+
+def _judge(spec, case, outputs):
+    arrays = {n: np.asarray(v).astype(SPECS.catalog.dtype(case.descriptor.tensors[n].data_type).numpy).reshape(case.descriptor.tensors[n].sizes)
+              for n, v in outputs.items()}
+    return judge(spec, case, Outputs(output_buffers(spec, case, arrays)), backend_validates=True)
+
+
+def test_argmax_over_a_flushed_denormal_is_legal_and_named():
+    # [+0, 1e-45]: exactly, 1e-45 is the largest (index 1); a device that flushes fp32 denormal
+    # inputs sees [+0, +0] and returns the first of equal maxima (index 0): legal, liberty named.
+    spec, case = _case("ARGMAX", {"InputTensor": "FLOAT32", "OutputTensor": "UINT32"}, {"InputTensor": [2], "OutputTensor": [1]},
+                       {"InputTensor": [0.0, 1.0e-45]}, {"Axes": [0], "AxisDirection": 0.0})
+    assert _judge(spec, case, {"OutputTensor": [1]}).status == "pass"
+    flushed = _judge(spec, case, {"OutputTensor": [0]})
+    assert flushed.status == "pass" and flushed.legal_count == 1 and flushed.liberties, flushed.summary
+    wrong = _judge(spec, case, {"OutputTensor": [2]})
+    assert wrong.status == "mismatch"
+
+
+def test_argmax_group_with_a_nan_is_unspecified_and_others_are_still_judged():
+    spec, case = _case("ARGMAX", {"InputTensor": "FLOAT32", "OutputTensor": "UINT32"}, {"InputTensor": [2, 2], "OutputTensor": [2, 1]},
+                       {"InputTensor": [np.nan, 1.0, 3.0, 2.0]}, {"Axes": [1], "AxisDirection": 0.0})
+    assert _judge(spec, case, {"OutputTensor": [0, 0]}).status == "diverges-on-unspecified"  # row 0 holds the NaN
+    assert _judge(spec, case, {"OutputTensor": [1, 1]}).status == "mismatch"                 # row 1 is [3, 2]: 0
+
+
+def test_top_k_compares_both_outputs():
+    # [3, 1, 2, 5], K 2, DECREASING: values [5, 3], indices [3, 0].
+    types = {"InputTensor": "FLOAT32", "OutputValueTensor": "FLOAT32", "OutputIndexTensor": "UINT32"}
+    sizes = {"InputTensor": [4], "OutputValueTensor": [2], "OutputIndexTensor": [2]}
+    spec, case = _case("TOP_K1", types, sizes, {"InputTensor": [3.0, 1.0, 2.0, 5.0]}, {"Axis": 0.0, "K": 2.0, "AxisDirection": 1.0})
+    good = _judge(spec, case, {"OutputValueTensor": [5.0, 3.0], "OutputIndexTensor": [3, 0]})
+    assert good.status == "pass" and "OutputValueTensor" in good.summary and "OutputIndexTensor" in good.summary
+    bad = _judge(spec, case, {"OutputValueTensor": [5.0, 3.0], "OutputIndexTensor": [3, 2]})
+    assert bad.status == "mismatch" and bad.output == "OutputIndexTensor" and bad.mismatch_count == 1
+
+
+def test_data_movement_must_not_flush_a_denormal():
+    # Copying is not arithmetic: D3D forbids altering moved data, so no liberty applies.
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    spec, case = _case("SLICE1", types, {"InputTensor": [2], "OutputTensor": [2]}, {"InputTensor": [1.0e-45, 1.0]},
+                       {"InputWindowOffsets": [0], "InputWindowSizes": [2], "InputWindowStrides": [-1]})
+    assert _judge(spec, case, {"OutputTensor": [1.0, 1.0e-45]}).status == "pass"
+    assert _judge(spec, case, {"OutputTensor": [1.0, 0.0]}).status == "mismatch"
