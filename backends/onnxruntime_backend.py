@@ -220,16 +220,21 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, dict(zip(names, xs)))[0]
 
-    def _reduce_index(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        """ArgMax/ArgMin over several axes: the reduced axes moved last (ascending) and flattened,
-        so the index counts row-major over them as DirectML's does, then one ONNX node on the last
-        axis (keepdims, select_last_index from the spec's expression). Int64 out; the caller casts."""
+    def _family_operand(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple[Any, np.ndarray, str, dict[str, Any]]:
+        """What every family builder starts from: the spec, its one input and that input's type
+        (unsupported where ONNX has none), and the attributes by name as shape expressions see them."""
         spec = self.specs.operator(d.operator)
         (name,) = entry["inputs"]
         x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
         if in_type not in _ONNX_TYPES:
             raise _Unsupported(f"ONNX has no {in_type}")
-        names = attribute_names(spec, d.attributes)
+        return spec, x, in_type, attribute_names(spec, d.attributes)
+
+    def _reduce_index(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """ArgMax/ArgMin over several axes: the reduced axes moved last (ascending) and flattened,
+        so the index counts row-major over them as DirectML's does, then one ONNX node on the last
+        axis (keepdims, select_last_index from the spec's expression). Int64 out; the caller casts."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
         axes = sorted(set(names[entry["axes"]]))
         last = int(bool(parse_shape_expr(entry["select_last_index"], set(names), set()).evaluate(names, {})))
         keep = [i for i in range(x.ndim) if i not in axes]
@@ -250,12 +255,7 @@ class OnnxRuntimeBackend:
     def _top_k(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX TopK (sorted; ONNX orders equal values by ascending index too): values and int64
         indices, returned per output field (the caller casts the indices)."""
-        spec = self.specs.operator(d.operator)
-        (name,) = entry["inputs"]
-        x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
-        if in_type not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {in_type}")
-        names = attribute_names(spec, d.attributes)
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
         axis, k = int(names[entry["axis"]]), int(names[entry["k"]])
         largest = int(bool(parse_shape_expr(entry["largest"], set(names), set()).evaluate(names, {})))
         out_shape = list(x.shape)
@@ -277,13 +277,8 @@ class OnnxRuntimeBackend:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a
         negative stride), step by the stride, and stop after the output's size; an end before
         index 0 is INT64_MIN (ONNX reads a negative end as counted from the back)."""
-        spec = self.specs.operator(d.operator)
-        (name,) = entry["inputs"]
-        x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
-        if in_type not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {in_type}")
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
         out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
-        names = attribute_names(spec, d.attributes)
         offsets, sizes, strides = (list(names[entry[k]]) for k in ("offsets", "sizes", "strides"))
         starts = [o + (n - 1 if s < 0 else 0) for o, n, s in zip(offsets, sizes, strides)]
         ends = [b + s * (k - 1) + (1 if s > 0 else -1) for b, s, k in zip(starts, strides, out_sizes)]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.model.descriptor import Case
+    from harness.reference.evaluate import Expected
     from harness.spec.operator import SpecSet
 
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ import numpy as np
 
 from harness.judge.diff import DiffResult
 from harness.judge.status import Status
-from harness.spec.expr import EvalContext, Formula, FormulaError, parse_formula
+from harness.spec.expr import Formula, FormulaError, parse_formula
+from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import SpecError, load_yaml
 
 EXPECTED_DIVERGENCE = Status.EXPECTED_DIVERGENCE
@@ -34,6 +36,7 @@ class Expectation:
     reason_contains: str | None = None          # for status expectations: text the backend's reason holds
     attributes_present: tuple[str, ...] = ()    # for status expectations: attributes the descriptor sets
     probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
+    descriptor_when: ShapeExpr | None = None    # for mismatches: the descriptors it applies to (a shape expression)
 
 
 @dataclass
@@ -67,11 +70,31 @@ class ExpectationSet:
                 continue
             if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
                 continue
+            if item.descriptor_when is not None and not _holds(item.descriptor_when, diff.expected):
+                continue
             ctx = diff.expected.context  # the formula's names: inputs, attributes, enum members, constants
             mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
             if not (diff.bad_mask & ~mask).any():
                 return item
         return None
+
+
+def _parse_descriptor_when(text: str) -> ShapeExpr:
+    """A shape expression over the operator's fields, parsed without the spec (the node and
+    function whitelist is what keeps it safe; a name the operator lacks makes it not apply)."""
+    import ast
+    tree = ast.parse(text, mode="eval") if len(text) <= 1000 else None
+    if tree is None:
+        raise FormulaError("longer than 1000 characters")
+    tensors = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - tensors
+    return parse_shape_expr(text, names, tensors)
+
+
+def _holds(expr: ShapeExpr, expected: "Expected") -> bool:
+    from harness.model.facts import attribute_names, tensor_facts
+    d = expected.case.descriptor
+    return bool(expr.evaluate(attribute_names(expected.spec, d.attributes), tensor_facts(d)))
 
 
 def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
@@ -94,10 +117,17 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
             when = parse_formula(raw.get("when", "0"))
         except FormulaError as exc:
             raise src.error(("expectations", index, "when"), str(exc)) from None
+        descriptor_when = None
+        if "descriptor_when" in raw:
+            try:
+                descriptor_when = _parse_descriptor_when(str(raw["descriptor_when"]))
+            except FormulaError as exc:
+                raise src.error(("expectations", index, "descriptor_when"), str(exc)) from None
         items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
                                  tuple(raw["input_types"]) if "input_types" in raw else None, status,
                                  raw.get("rule"), raw.get("reason_contains"),
-                                 attributes_present=tuple(raw.get("attributes_present", ())), probe=raw.get("probe")))
+                                 attributes_present=tuple(raw.get("attributes_present", ())), probe=raw.get("probe"),
+                                 descriptor_when=descriptor_when))
     return ExpectationSet(backend, items)
 
 
