@@ -184,8 +184,12 @@ class OnnxRuntimeBackend:
                 return self._node(entry["op"], bits, [_BITS_TYPE[dtype.bits]] * len(bits), _BITS_TYPE[dtype.bits]).view(dtype.numpy)
             return self._node(entry["op"], arrays, types, out_type)
         spec = self.specs.operator(op)  # an absent attribute takes the spec's default
-        attrs = {onnx_name: float(np.float32(d.attributes.get(field, spec.field(field).default)))
-                 for onnx_name, field in entry.get("attributes", {}).items()}
+        attrs: dict[str, float | int] = {onnx_name: float(np.float32(d.attributes.get(field, spec.field(field).default)))
+                                         for onnx_name, field in entry.get("attributes", {}).items()}
+        if "output_type_attribute" in entry:  # Cast's `to`: the ONNX type of the output tensor
+            if out_type not in _ONNX_TYPES:
+                raise _Unsupported(f"ONNX has no {out_type}")
+            attrs[entry["output_type_attribute"]] = _ONNX_TYPES[out_type]
         prescale = None
         if "scale_bias" in entry and f"{entry['scale_bias']}.Scale" in d.attributes:  # x * Scale + Bias first
             if types[0] not in ("FLOAT32", "FLOAT16", "FLOAT64"):

@@ -142,7 +142,8 @@ class _Device:
         values, source, data_type = self.operands[name]
         v = np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,)).copy()
         is_float = data_type in _NUMPY or (source == "constant" and np.asarray(values).dtype.kind == "f")
-        if data_type == "FLOAT32" and source in ("input", "attribute") and (self.rules.flush_denormals or source == "attribute"):
+        may_flush = self.rules.flush_denormals or source == "attribute" or (source == "input" and self.rules.fp32_conversion_flush)
+        if data_type == "FLOAT32" and source in ("input", "attribute") and may_flush:
             with np.errstate(invalid="ignore"):
                 denormal = (np.abs(v) < F32_SMALLEST_NORMAL) & (v != 0)
             v = np.where(denormal & self._choose(self.b.flush), np.copysign(0.0, v), v)
@@ -398,22 +399,27 @@ class WorstLegalBackend:
                 operands[member] = (np.asarray(value), "constant", None)
         rng = np.random.default_rng(int.from_bytes(hashlib.sha256(case.case_id.encode()).digest()[:8], "little"))
         device = _Device(model, behaviour, rng, ctx, operands, n, self.beyond)
-        values = _walk(spec.formula.expression.tree.body, device).v
+        result = _walk(spec.formula.expression.tree.body, device)
+        values = result.v
         out_type = out_desc.data_type
         if out_type in _NUMPY:
-            if _WIDTH[out_type] < _WIDTH[behaviour.compute]:
+            if not result.is_float:  # an integer value into a float output (CAST): itof's either neighbour
+                values = device.round(values, model.types[out_type].convert_from_integer, _NUMPY[out_type], how=device._convert_how())
+            elif _WIDTH[out_type] < _WIDTH[behaviour.compute]:
                 values = device.round(values, model.types[out_type].convert_from_wider, _NUMPY[out_type], how=device._convert_how())
                 if self.beyond == "fp16_denormal_flush" and out_type == "FLOAT16":
                     values = device._fp16_flush(values)
+            if out_type == "FLOAT32" and device.rules.fp32_conversion_flush:  # dtof may flush fp32 denormals
+                with np.errstate(invalid="ignore"):
+                    denormal = (np.abs(values) < F32_SMALLEST_NORMAL) & (values != 0)
+                values = np.where(denormal & device._choose(behaviour.flush), np.copysign(0.0, values), values)
             if self.beyond == "nan_dropped":
                 values = np.where(np.isnan(values), 0.0, values)
             with np.errstate(all="ignore"):
                 return values.astype(_NUMPY[out_type]).reshape(shape)
-        out_np = catalog.dtype(out_type).numpy
-        with np.errstate(all="ignore"):
-            values = np.where(np.isnan(values), 0.0, values)  # NaN into an integer: 0, as ftoi gives
-            info = np.iinfo(out_np)
-            return np.clip(values, info.min, info.max).astype(out_np).reshape(shape)
+        # toward zero; NaN gives 0 and values beyond the type saturate, as ftoi/ftou give
+        from harness.reference.evaluate import float_to_integer
+        return float_to_integer(values, catalog.dtype(out_type).numpy).reshape(shape)
 
     def close(self) -> None:
         pass

@@ -3,6 +3,10 @@
 A unary operator is one whose formula reads a single input tensor. Each sweep is one case: a
 1-D tensor (or the smallest shape the newest table allows) holding every bit pattern once, with
 attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and opt-in.
+
+The output takes every type the table and the constraints allow next to the swept input type:
+the input's own type for operators whose output shares it, every output type for CAST (one sweep
+per pair, `CAST-FL6.4-FLOAT16-to-INT8`).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import numpy as np
 from harness.generate.cases import case_from_arrays
 from harness.model.descriptor import Case
 from harness.spec.operator import OperatorSpec, SpecSet
+from harness.generate.types import valid_type_assignments
 from harness.generate.values import all_values
 
 FP32_CHUNK = 1 << 24
@@ -24,11 +29,13 @@ class Sweep:
     data_type: str
     level: str
     chunk: int = 0  # for chunked fp32 sweeps
+    output_type: str | None = None  # None: the input's type
 
     @property
     def id(self) -> str:
         suffix = f"-chunk{self.chunk}" if self.data_type == "FLOAT32" else ""
-        return f"{self.operator}-FL{self.level}-{self.data_type}{suffix}"
+        to = f"-to-{self.output_type}" if self.output_type not in (None, self.data_type) else ""
+        return f"{self.operator}-FL{self.level}-{self.data_type}{to}{suffix}"
 
 
 def is_unary(spec: OperatorSpec) -> bool:
@@ -47,8 +54,10 @@ def _shape_for(spec: OperatorSpec, level: str, count: int) -> list[int]:
 
 def sweeps(specs: SpecSet, operators: list[str] | None = None, level: str | None = None,
            include_fp32: bool = False, fp32_chunks: list[int] | None = None) -> list[Sweep]:
-    """Every (unary operator, 8/16-bit type) pair the level's table supports (type used for all tensors)."""
+    """Every (unary operator, 8/16-bit input type, output type) the level's table and the
+    constraints allow (the output type: see the module docstring)."""
     level = level or specs.catalog.newest_level.name
+    enum = lambda n: specs.catalog.dtype(n).enum  # noqa: E731
     out = []
     for spec in specs.operators.values():
         if operators and spec.name not in operators:
@@ -56,14 +65,21 @@ def sweeps(specs: SpecSet, operators: list[str] | None = None, level: str | None
         table = spec.table_at(level)
         if table is None or not is_unary(spec):
             continue
-        common = set.intersection(*(set(cell.types) for cell in table.tensors.values()))
-        for name in sorted(common, key=lambda n: specs.catalog.dtype(n).enum):
+        source, target = spec.input_fields[0].name, spec.formula.output
+        pairs: dict[str, set[str]] = {}
+        for types in valid_type_assignments(spec, level):
+            if types[source] is not None and types[target] is not None:
+                pairs.setdefault(types[source], set()).add(types[target])
+        for name in sorted(pairs, key=enum):
             dtype = specs.catalog.dtype(name)
+            outputs = sorted(pairs[name], key=lambda t: (t != name, enum(t)))  # the input's own type first
+            outputs = [t for t in outputs if specs.catalog.dtype(t).has_numpy]
             if dtype.bits in (8, 16) and dtype.has_numpy:
-                out.append(Sweep(spec.name, name, level))
+                out.extend(Sweep(spec.name, name, level, output_type=None if t == name else t) for t in outputs)
             elif name == "FLOAT32" and include_fp32:
-                for chunk in fp32_chunks if fp32_chunks is not None else range((1 << 32) // FP32_CHUNK):
-                    out.append(Sweep(spec.name, name, level, chunk))
+                for t in outputs:
+                    for chunk in fp32_chunks if fp32_chunks is not None else range((1 << 32) // FP32_CHUNK):
+                        out.append(Sweep(spec.name, name, level, chunk, None if t == name else t))
     return out
 
 
@@ -80,6 +96,8 @@ def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
     values = sweep_values(specs, sweep)
     sizes = _shape_for(spec, sweep.level, len(values))
     types = {f.name: sweep.data_type for f in spec.tensor_fields}
+    if sweep.output_type is not None:
+        types[spec.formula.output] = sweep.output_type
     case = case_from_arrays(spec, sweep.level, types, {spec.input_fields[0].name: values.reshape(sizes)}, sizes=sizes,
                             origin=f"sweep:{sweep.id}")
     case.tags = ["exhaustive"]

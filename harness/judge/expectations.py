@@ -35,6 +35,7 @@ class Expectation:
     rule: str | None = None                     # for invalid cases: the rule the case breaks
     reason_contains: str | None = None          # for status expectations: text the backend's reason holds
     attributes_present: tuple[str, ...] = ()    # for status expectations: attributes the descriptor sets
+    tensor_types: tuple[str, ...] = ()          # for status expectations: some tensor has one of these types
     probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
     descriptor_when: ShapeExpr | None = None    # for mismatches: the descriptors it applies to (a shape expression)
 
@@ -45,13 +46,17 @@ class ExpectationSet:
     items: list[Expectation] = field(default_factory=list)
 
     def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
-                       data_type: str | None = None, attributes: dict | None = None) -> Expectation | None:
+                       data_type: str | None = None, attributes: dict | None = None,
+                       tensor_types: tuple[str, ...] | None = None) -> Expectation | None:
         """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one
-        does; one that names data_types explains cases of those (primary input) types only."""
+        does; one that names data_types explains cases of those (primary input) types only, one
+        that names tensor_types cases where some tensor (input or output) has one of them."""
         for item in self.items:
             if item.status == "mismatch" or item.operator != operator:
                 continue
             if item.data_types and data_type is not None and data_type not in item.data_types:
+                continue
+            if item.tensor_types and not set(item.tensor_types) & set(tensor_types or ()):
                 continue
             if item.attributes_present and not all(a in (attributes or {}) for a in item.attributes_present):
                 continue
@@ -126,7 +131,8 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
         items.append(Expectation(raw["id"], raw["operator"], tuple(raw.get("data_types", ())), when, raw["why"],
                                  tuple(raw["input_types"]) if "input_types" in raw else None, status,
                                  raw.get("rule"), raw.get("reason_contains"),
-                                 attributes_present=tuple(raw.get("attributes_present", ())), probe=raw.get("probe"),
+                                 attributes_present=tuple(raw.get("attributes_present", ())),
+                                 tensor_types=tuple(raw.get("tensor_types", ())), probe=raw.get("probe"),
                                  descriptor_when=descriptor_when))
     return ExpectationSet(backend, items)
 

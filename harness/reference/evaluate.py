@@ -151,7 +151,7 @@ class Expected:
             if any(b is None for b in blocks):
                 return None
             return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
-        from harness.reference.legal import ModelUnsupported, contains, legal_values
+        from harness.reference.legal import ModelUnsupported, contains, contains_integers, legal_values
         inputs = self._legal_inputs(name, flat_index)
         if inputs is None:
             return None
@@ -162,6 +162,9 @@ class Expected:
         except ModelUnsupported as exc:
             self.legal_note = str(exc)
             return None
+        out_dtype = self.spec.catalog.dtype(self._out_type(name))
+        if not out_dtype.is_float:
+            return contains_integers(parts, np.asarray(actual).astype(out_dtype.numpy), out_dtype.numpy)
         with np.errstate(invalid="ignore"):
             actual64 = np.asarray(actual).astype(np.float64)
         return contains(parts, actual64)
@@ -307,10 +310,28 @@ def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str
             if fix.any():
                 _fix_double_rounding(spec, ctx, result, fix & np.isfinite(raw), out_type.numpy, shape)
         return result, variables, ctx
+    if raw.dtype.kind == "f":
+        return float_to_integer(raw, out_type.numpy), variables, ctx
     with np.errstate(all="ignore"):
-        if raw.dtype.kind == "f" and np.isnan(raw).any():
-            raw = np.where(np.isnan(raw), 0, raw)  # NaN results are unspecified regions; keep the cast defined
         return raw.astype(out_type.numpy), variables, ctx
+
+
+def float_to_integer(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float values written to an integer type: toward zero; NaN gives 0 and values beyond the
+    type saturate at its ends, as D3D's ftoi/ftou do (the specs mark those regions unspecified
+    where the docs leave them open; this keeps the reference defined there, never C's undefined
+    conversion). The type's ends are compared in float64, where 2^63 - 1 and 2^64 - 1 round up
+    to 2^63 and 2^64: every value at or beyond them is out of range."""
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        wide = np.asarray(values).astype(np.float64)
+        nan = np.isnan(wide)
+        high = wide >= float(info.max)
+        low = wide <= float(info.min)
+        out = np.where(nan | high | low, 0.0, wide).astype(dtype)
+    out[high] = info.max
+    out[low] = info.min
+    return out
 
 
 def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarray, fix: np.ndarray,

@@ -213,8 +213,10 @@ class LegalEvaluator:
         parts = [part]
         if op.data_type == "FLOAT32" and op.source in ("input", "attribute"):
             liberty = "fp32_input_flush" if op.source == "input" else "fp32_attribute_flush"
-            # D3D flushes fp32 inputs of math operations; states (attributes) may be flushed in any compute type
-            if self.rules.flush_denormals or op.source == "attribute":
+            # D3D flushes fp32 inputs of math operations; states (attributes) may be flushed in any
+            # compute type; an fp32 input converted to a compute type whose conversions from and to
+            # FLOAT32 may flush (FLOAT64, §22.17.1) may lose its denormals there
+            if self.rules.flush_denormals or op.source == "attribute" or (op.source == "input" and self.rules.fp32_conversion_flush):
                 parts += _flush_parts(part, liberty_bit(liberty))
         if is_float and op.data_type is not None and _WIDTH.get(op.data_type, -1) > _WIDTH[self.compute]:
             narrowed = []
@@ -585,6 +587,26 @@ def contains(parts: Value, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return accepted, tags
 
 
+def contains_integers(parts: Value, actual: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """As `contains`, for an integer output: a part's real values [lo, hi] written to the integer
+    type `dtype` give every integer from trunc(lo) to trunc(hi) (toward zero, saturated: monotone),
+    compared exactly in the integer type (float64 would merge neighbours beyond 2^53). NaN parts
+    match nothing (an integer output holds no NaN)."""
+    from harness.reference.evaluate import float_to_integer
+    accepted = np.zeros(actual.shape, dtype=bool)
+    best = np.full(actual.shape, np.iinfo(np.int64).max)
+    tags = np.zeros(actual.shape, dtype=np.uint16)
+    for p in parts:
+        lo, hi = float_to_integer(p.lo, dtype), float_to_integer(p.hi, dtype)
+        match = p.real & (lo <= actual) & (actual <= hi)
+        count = _popcount(p.tags)
+        better = match & ((count < best) | ((count == best) & (p.tags < tags)))
+        best = np.where(better, count, best)
+        tags = np.where(better, p.tags, tags)
+        accepted |= match
+    return accepted, tags
+
+
 def may_be_true(parts: Value) -> tuple[np.ndarray, np.ndarray]:
     """Where a truth-valued set can be true, and the fewest liberties that makes it so."""
     true = np.zeros(parts[0].lo.shape if parts else (0,), dtype=bool)
@@ -618,8 +640,35 @@ def legal_values(model: ArithmeticModel, formula: Formula, operands: dict[str, O
         base = liberty_bit("fp16_in_fp32") if index > 0 else 0
         ev = LegalEvaluator(model, compute, operands, n, ctx, base)
         parts = evaluate_legal(formula, ev)
-        if convert_output and out_type in _WIDTH and _WIDTH[out_type] < _WIDTH[compute]:
-            mode = model.types[out_type].convert_from_wider
-            parts = [_round(p, mode, _NUMPY[out_type]) if p.is_float else p for p in parts]
+        if convert_output and out_type in _WIDTH:
+            parts = _convert_to_output(model, parts, compute, out_type, native=index == 0)
         result += parts
     return result
+
+
+def _convert_to_output(model: ArithmeticModel, parts: Value, compute: str, out_type: str, native: bool) -> Value:
+    """The formula's value set written to a float output: an integer value (CAST from an integer
+    type) rounded by the output type's `convert_from_integer` rule, a float value of a wider compute
+    type by `convert_from_wider`; FLOAT32 written from a compute type whose FLOAT32 conversions may
+    flush (FLOAT64) may also be a sign-preserved zero. A rounding that moves the native compute
+    type's value (CAST's FLOAT32 -> FLOAT16) is the `rounding` liberty; on the fp16-in-fp32 path it
+    is that path's own conversion, already named."""
+    rules, dtype = model.types[out_type], _NUMPY[out_type]
+    out: Value = []
+    for p in parts:
+        if not p.is_float:
+            mode = rules.convert_from_integer
+        elif _WIDTH[out_type] < _WIDTH[compute]:
+            mode = rules.convert_from_wider
+        else:
+            out.append(p)
+            continue
+        q = _round(p, mode, dtype)
+        if native or not p.is_float:
+            with np.errstate(invalid="ignore"):
+                moved = p.real & ((q.lo != p.lo) | (q.hi != p.hi))
+            q.tags = q.tags | np.where(moved, np.uint16(liberty_bit("rounding")), np.uint16(0))
+        out.append(q)
+        if out_type == "FLOAT32" and model.types[compute].fp32_conversion_flush:
+            out += _flush_parts(q, liberty_bit("fp32_result_flush"))
+    return _limit(out)

@@ -107,7 +107,8 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in FAILURES:
         explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary, data_type,
-                                                case.descriptor.attributes)
+                                                case.descriptor.attributes,
+                                                tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None))
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     case_file = None

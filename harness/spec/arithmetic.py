@@ -37,6 +37,8 @@ class TypeRules:
     min_max_nan: str                 # other_operand | nan
     convert_from_wider: str
     source: str
+    convert_from_integer: str = "nearest"    # an integer value converted to this type (CAST)
+    fp32_conversion_flush: bool = False      # conversions between this type and FLOAT32 may flush fp32 denormals
     # exp(x): within exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward; None: no rule
     exp: tuple[float, float] | None = None   # (relative, argument)
 
@@ -69,6 +71,7 @@ def load_arithmetic(specs_dir: Path, schema_check: Callable[[SourcedYaml, dict],
         types[name] = TypeRules(name, raw["add_sub_mul"], division["direct"],
                                 (reciprocal["rcp"], reciprocal["multiply"]) if reciprocal else None,
                                 raw["flush_denormals"], raw["min_max_nan"], raw["convert_from_wider"], raw["source"],
+                                raw["convert_from_integer"], bool(raw.get("fp32_conversion_flush", False)),
                                 (float(exp["relative"]), float(exp["argument"])) if exp else None)
     compute_in = {name: tuple(choices) for name, choices in data["compute_in"].items()}
     for tensor_type, choices in compute_in.items():

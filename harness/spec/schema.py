@@ -229,7 +229,8 @@ ARITHMETIC_SCHEMA: dict = {
                        "additionalProperties": {"type": "array", "minItems": 1, "items": _FLOAT_TYPE_NAME}},
         "types": {"type": "object", "minProperties": 1, "propertyNames": _FLOAT_TYPE_NAME, "additionalProperties": {
             "type": "object", "additionalProperties": False,
-            "required": ["add_sub_mul", "division", "flush_denormals", "min_max_nan", "convert_from_wider", "source"],
+            "required": ["add_sub_mul", "division", "flush_denormals", "min_max_nan", "convert_from_wider",
+                         "convert_from_integer", "source"],
             "properties": {
                 "add_sub_mul": _ROUNDING,
                 "division": {"type": "object", "additionalProperties": False, "required": ["direct"], "properties": {
@@ -239,6 +240,8 @@ ARITHMETIC_SCHEMA: dict = {
                 "flush_denormals": {"type": "boolean"},
                 "min_max_nan": {"enum": ["other_operand", "nan"]},
                 "convert_from_wider": _ROUNDING,
+                "convert_from_integer": _ROUNDING,
+                "fp32_conversion_flush": {"type": "boolean"},
                 # exp(x) = exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward
                 "exp": {"type": "object", "additionalProperties": False, "required": ["relative", "argument"],
                         "properties": {"relative": {"type": "number", "minimum": 0, "maximum": 0.5},
