@@ -12,6 +12,7 @@ DirectML descriptors: invalid descriptors are `unsupported`, never a pass.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 import threading
 from typing import Any
 
@@ -240,7 +241,7 @@ class OnnxRuntimeBackend:
         axis (keepdims, select_last_index from the spec's expression). Int64 out; the caller casts."""
         spec, x, in_type, names = self._family_operand(entry, d, inputs)
         axes = sorted(set(names[entry["axes"]]))
-        last = int(bool(parse_shape_expr(entry["select_last_index"], set(names), set()).evaluate(names, {})))
+        last = _flag(entry["select_last_index"], names)
         keep = [i for i in range(x.ndim) if i not in axes]
         grouped_shape = [x.shape[i] for i in keep] + [int(np.prod([x.shape[i] for i in axes]))]
         key = (entry["op"], in_type, tuple(x.shape), tuple(axes), last)
@@ -261,7 +262,7 @@ class OnnxRuntimeBackend:
         indices, returned per output field (the caller casts the indices)."""
         spec, x, in_type, names = self._family_operand(entry, d, inputs)
         axis, k = int(names[entry["axis"]]), int(names[entry["k"]])
-        largest = int(bool(parse_shape_expr(entry["largest"], set(names), set()).evaluate(names, {})))
+        largest = _flag(entry["largest"], names)
         out_shape = list(x.shape)
         out_shape[axis] = k
         key = ("TopK", in_type, tuple(x.shape), axis, k, largest)
@@ -360,6 +361,16 @@ class OnnxRuntimeBackend:
 
 class _Unsupported(Exception):
     pass
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: str, names: frozenset[str]) -> Any:
+    return parse_shape_expr(text, set(names), set())
+
+
+def _flag(text: str, names: dict[str, Any]) -> int:
+    """A table entry's shape expression over the attributes (parsed once per text), as 0 or 1."""
+    return int(bool(_parsed(text, frozenset(names)).evaluate(names, {})))
 
 
 def _exact_key(value: Any) -> Any:

@@ -22,7 +22,7 @@ from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
 from harness.spec.operator import OperatorSpec
 from harness.generate.layouts import reset_layout
-from harness.generate.strategies import derive_sizes
+from harness.generate.strategies import dependent_values, derive_sizes
 from harness.generate.types import coverage_plan
 
 UINT32_MAX = 2**32 - 1
@@ -158,29 +158,10 @@ def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Des
 
 
 def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, Any]:
-    """Each array field from the first choices of its domain (a subset: its first items, at least
-    one; per position: the first choice), in the order the domains read each other."""
-    from harness.model.facts import attribute_names, tensor_facts
-    out: dict[str, list[int]] = {}
-    pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
-    for _ in range(len(pending) + 1):
-        for f in list(pending):
-            pool = spec.attribute_values[f.name]
-            reads = set().union(*(e.names() for k, e in pool.items() if k in ("subset_of", "length", "each", "one_of")))
-            if reads & {p.name for p in pending if p is not f}:
-                continue
-            pending.remove(f)
-            names, facts = attribute_names(spec, {**d.attributes, **out}), tensor_facts(d)
-            if "one_of" in pool:
-                out[f.name] = float((pool["one_of"].evaluate(names, facts) or [0])[0])
-                continue
-            if "subset_of" in pool:
-                domain = pool["subset_of"].evaluate(names, facts) or []
-                out[f.name] = list(domain[:max(pool.get("min_length", 0), 1)])
-            else:
-                out[f.name] = [(pool["each"].evaluate({**names, "i": i}, facts) or [0])[0]
-                               for i in range(pool["length"].evaluate(names, facts) or 0)]
-    return out
+    """Each shape-dependent field from the first choices of its domain (a subset: its first items,
+    at least one; per position and `one_of`: the first choice; 0 where there is none)."""
+    return dependent_values(spec, d, lambda choices: choices[0] if choices else 0,
+                            lambda domain, min_length: domain[:max(min_length, 1)])
 
 
 @lru_cache(maxsize=None)

@@ -5,7 +5,7 @@ harness.generate.data, attributes at their defaults or from the spec's pools.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable
 from functools import lru_cache
 
 import numpy as np
@@ -114,40 +114,56 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
 
 
 @st.composite
-def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> dict[str, list[int]]:
-    """Each array field: a subset of its `subset_of` domain (evaluated on the free tensors), of at
-    least `min_length` entries, ascending or in any order as the spec says."""
+def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> dict[str, Any]:
+    """Each array field (and each scalar drawn `one_of` a shape-dependent list) from its domain,
+    drawn: a subset at least `min_length` long (ascending or in any order, as the spec says), one
+    choice per position, or one of the listed values (none: the shapes drawn leave it no valid
+    value, e.g. a size-1 axis leaves no K below it, and the example is redrawn)."""
+    def one(choices: list) -> Any:
+        if not choices:
+            reject()
+        return draw(st.sampled_from(choices))
+
+    def subset(domain: list, min_length: int) -> list:
+        return draw(st.lists(st.sampled_from(domain), min_size=min(min_length, len(domain)), unique=True)) if domain else []
+    return dependent_values(spec, partial, one, subset)
+
+
+def dependent_values(spec: OperatorSpec, partial: Descriptor, one: Callable[[list], Any],
+                     subset: Callable[[list, int], list]) -> dict[str, Any]:
+    """The fields whose domains depend on the drawn shapes (arrays; `one_of` scalars), in the order
+    their domains read each other, each picked by `one` (a value of a list) or `subset`."""
     out: dict[str, Any] = {}
-    pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
-    while pending:  # an array's domain may read arrays drawn before it (offsets within the drawn sizes)
-        ready = [f for f in pending if not (_reads(spec.attribute_values[f.name]) & {p.name for p in pending})]
-        if not ready:
-            raise ValueError(f"{spec.name}: the array domains of {', '.join(p.name for p in pending)} read each other")
-        for f in ready:
-            pending.remove(f)
-            pool = spec.attribute_values[f.name]
-            names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)
-            if "one_of" in pool:
-                choices = pool["one_of"].evaluate(names, facts) or []
-                if not choices:
-                    reject()  # the drawn shapes leave this field no valid value (a size-1 axis for TOP_K's K)
-                out[f.name] = float(draw(st.sampled_from(choices)))
-                continue
-            if "subset_of" in pool:
-                domain = pool["subset_of"].evaluate(names, facts) or []
-                chosen = draw(st.lists(st.sampled_from(domain), min_size=min(pool.get("min_length", 0), len(domain)), unique=True)) if domain else []
-                out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else chosen
-                continue
-            items = []
-            for i in range(pool["length"].evaluate(names, facts) or 0):
-                choices = pool["each"].evaluate({**names, "i": i}, facts) or []
-                items.append(draw(st.sampled_from(choices)) if choices else 0)
-            out[f.name] = items
+    for f in _dependent_order(spec):
+        pool = spec.attribute_values[f.name]
+        names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)
+        if "one_of" in pool:
+            out[f.name] = float(one(pool["one_of"].evaluate(names, facts) or []))
+        elif "subset_of" in pool:
+            chosen = subset(pool["subset_of"].evaluate(names, facts) or [], pool.get("min_length", 0))
+            out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else list(chosen)
+        else:
+            out[f.name] = [one(pool["each"].evaluate({**names, "i": i}, facts) or [0])
+                           for i in range(pool["length"].evaluate(names, facts) or 0)]
     return out
 
 
+@lru_cache(maxsize=None)
+def _dependent_order(spec: OperatorSpec) -> tuple:
+    """The shape-dependent fields, each after the fields its domain reads (offsets after sizes)."""
+    pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
+    order = []
+    while pending:
+        ready = [f for f in pending if not (_reads(spec.attribute_values[f.name]) & {p.name for p in pending if p is not f})]
+        if not ready:
+            raise ValueError(f"{spec.name}: the domains of {', '.join(p.name for p in pending)} read each other")
+        order.extend(ready)
+        pending = [f for f in pending if f not in ready]
+    return tuple(order)
+
+
 def _reads(pool: dict) -> set[str]:
-    """The names an array's domain expressions read."""
+    """The names a field's domain expressions read."""
     return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
 
 

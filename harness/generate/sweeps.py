@@ -5,8 +5,8 @@ A unary operator is one whose formula reads a single input tensor. Each sweep is
 attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and opt-in.
 
 The output takes every type the table and the constraints allow next to the swept input type:
-the input's own type for operators whose output shares it, every output type for CAST (one sweep
-per pair, `CAST-FL6.4-FLOAT16-to-INT8`).
+the input's own type where the constraints tie the output to it, every allowed output type where
+they do not (a conversion: one sweep per pair, id `OP-FL6.4-FLOAT16-to-INT8`).
 """
 from __future__ import annotations
 

@@ -312,7 +312,7 @@ def compare_outputs(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
 
 
 def combine_outputs(results: list[DiffResult]) -> DiffResult:
-    """One result for an operator with several outputs (TOP_K's values and indices): the worst
+    """One result for an operator with several outputs (values and their indices): the worst
     output's status, rows and masks, every output's summary, the counts summed."""
     worst = min(results, key=lambda r: severity(r.status))
     combined = replace(worst, summary="; ".join(r.summary for r in results),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -563,28 +563,37 @@ def _popcount(tags: np.ndarray) -> np.ndarray:
     return count
 
 
-def contains(parts: Value, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of `actual`'s values (float64) lie in the value set, and the fewest liberties each needed."""
-    accepted = np.zeros(actual.shape, dtype=bool)
-    best = np.full(actual.shape, np.iinfo(np.int64).max)
-    tags = np.zeros(actual.shape, dtype=np.uint16)
-    a_nan = np.isnan(actual)
-    a_zero = actual == 0
-    a_neg = np.signbit(actual)
-    for p in parts:
-        with np.errstate(invalid="ignore"):
-            inside = p.real & (p.lo <= actual) & (actual <= p.hi)
-            # zeros: -0 only if the part reaches below zero or holds -0, +0 likewise above
-            neg_ok = (p.lo < 0) | ((p.lo == 0) & np.signbit(p.lo))
-            pos_ok = (p.hi > 0) | ((p.hi == 0) & ~np.signbit(p.hi))
-            inside &= ~a_zero | np.where(a_neg, neg_ok, pos_ok)
-        match = np.where(a_nan, p.nan, inside)
+def _fewest_liberties(matches: Iterable[tuple[Part, np.ndarray]], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Which elements some part matches, and for each the tags of the matching part that needed the
+    fewest liberties (ties: the smaller tag value)."""
+    accepted = np.zeros(shape, dtype=bool)
+    best = np.full(shape, np.iinfo(np.int64).max)
+    tags = np.zeros(shape, dtype=np.uint16)
+    for p, match in matches:
         count = _popcount(p.tags)
         better = match & ((count < best) | ((count == best) & (p.tags < tags)))
         best = np.where(better, count, best)
         tags = np.where(better, p.tags, tags)
         accepted |= match
     return accepted, tags
+
+
+def contains(parts: Value, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of `actual`'s values (float64) lie in the value set, and the fewest liberties each needed."""
+    a_nan = np.isnan(actual)
+    a_zero = actual == 0
+    a_neg = np.signbit(actual)
+
+    def matches() -> Iterator[tuple[Part, np.ndarray]]:
+        for p in parts:
+            with np.errstate(invalid="ignore"):
+                inside = p.real & (p.lo <= actual) & (actual <= p.hi)
+                # zeros: -0 only if the part reaches below zero or holds -0, +0 likewise above
+                neg_ok = (p.lo < 0) | ((p.lo == 0) & np.signbit(p.lo))
+                pos_ok = (p.hi > 0) | ((p.hi == 0) & ~np.signbit(p.hi))
+                inside &= ~a_zero | np.where(a_neg, neg_ok, pos_ok)
+            yield p, np.where(a_nan, p.nan, inside)
+    return _fewest_liberties(matches(), actual.shape)
 
 
 def contains_integers(parts: Value, actual: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -593,18 +602,12 @@ def contains_integers(parts: Value, actual: np.ndarray, dtype: Any) -> tuple[np.
     compared exactly in the integer type (float64 would merge neighbours beyond 2^53). NaN parts
     match nothing (an integer output holds no NaN)."""
     from harness.reference.evaluate import float_to_integer
-    accepted = np.zeros(actual.shape, dtype=bool)
-    best = np.full(actual.shape, np.iinfo(np.int64).max)
-    tags = np.zeros(actual.shape, dtype=np.uint16)
-    for p in parts:
-        lo, hi = float_to_integer(p.lo, dtype), float_to_integer(p.hi, dtype)
-        match = p.real & (lo <= actual) & (actual <= hi)
-        count = _popcount(p.tags)
-        better = match & ((count < best) | ((count == best) & (p.tags < tags)))
-        best = np.where(better, count, best)
-        tags = np.where(better, p.tags, tags)
-        accepted |= match
-    return accepted, tags
+
+    def matches() -> Iterator[tuple[Part, np.ndarray]]:
+        for p in parts:
+            lo, hi = float_to_integer(p.lo, dtype), float_to_integer(p.hi, dtype)
+            yield p, p.real & (lo <= actual) & (actual <= hi)
+    return _fewest_liberties(matches(), actual.shape)
 
 
 def may_be_true(parts: Value) -> tuple[np.ndarray, np.ndarray]:
@@ -647,11 +650,11 @@ def legal_values(model: ArithmeticModel, formula: Formula, operands: dict[str, O
 
 
 def _convert_to_output(model: ArithmeticModel, parts: Value, compute: str, out_type: str, native: bool) -> Value:
-    """The formula's value set written to a float output: an integer value (CAST from an integer
+    """The formula's value set written to a float output: an integer value (a conversion from an integer
     type) rounded by the output type's `convert_from_integer` rule, a float value of a wider compute
     type by `convert_from_wider`; FLOAT32 written from a compute type whose FLOAT32 conversions may
     flush (FLOAT64) may also be a sign-preserved zero. A rounding that moves the native compute
-    type's value (CAST's FLOAT32 -> FLOAT16) is the `rounding` liberty; on the fp16-in-fp32 path it
+    type's value (a FLOAT32 -> FLOAT16 conversion) is the `rounding` liberty; on the fp16-in-fp32 path it
     is that path's own conversion, already named."""
     rules, dtype = model.types[out_type], _NUMPY[out_type]
     out: Value = []

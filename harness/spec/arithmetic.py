@@ -37,7 +37,7 @@ class TypeRules:
     min_max_nan: str                 # other_operand | nan
     convert_from_wider: str
     source: str
-    convert_from_integer: str = "nearest"    # an integer value converted to this type (CAST)
+    convert_from_integer: str = "nearest"    # an integer value converted to this type (a conversion)
     fp32_conversion_flush: bool = False      # conversions between this type and FLOAT32 may flush fp32 denormals
     # exp(x): within exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward; None: no rule
     exp: tuple[float, float] | None = None   # (relative, argument)

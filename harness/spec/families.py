@@ -3,7 +3,7 @@
 An element-wise operator is its formula. An operator with index-space semantics (a reduction, a
 matrix product, a window, a gather) names the family plug-in that computes it
 (`harness/reference/families/`) and the family's parameters; the formula's expression stays the
-element-wise part (the value each input element contributes: `x` for ARGMAX). This module holds
+element-wise part (the value each input element contributes: `x` for an index reduction). This module holds
 the declarations only (the spec stage may not import the reference stage): each family's
 parameters, their kinds, and which are required.
 

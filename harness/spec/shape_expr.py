@@ -1,7 +1,8 @@
 """Shape and constraint expressions: a whitelist evaluator over integers and lists (never `eval`).
 
-Index-space operators relate tensors through their Sizes and attribute arrays: ARGMAX's output
-keeps the input's sizes except along `Axes`, where it is 1; GEMM's inner dimensions agree. The
+Index-space operators relate tensors through their Sizes and attribute arrays: a reduction's
+output keeps the input's sizes except along `Axes`, where it is 1; a matrix product's inner
+dimensions agree. The
 spec writes such facts as Python-like expressions, e.g.
 
     [1 if i in Axes else InputTensor.Sizes[i] for i in range(InputTensor.DimensionCount)]

@@ -24,6 +24,18 @@ class FamilyResult:
     summaries: dict[str, np.ndarray] = field(default_factory=dict)  # output-shaped values shown in failure reports
 
 
+def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
+    """`x` with its fp32 denormals flushed to zeros of their sign (what a D3D device may read), or
+    None when there is none to flush (the one definition of a denormal: expr.is_f32_denormal)."""
+    from harness.spec.expr import is_f32_denormal
+    if x.dtype != np.float32:
+        return None
+    denormal = is_f32_denormal(x)
+    if not denormal.any():
+        return None
+    return np.where(denormal, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
 Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
 
 

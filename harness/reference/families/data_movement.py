@@ -3,7 +3,7 @@
 D3D requires that moving data alters nothing ("any I/O or data movement operation that does not
 manipulate the data ... must not alter data at all (so a denorm remains denorm)"), so there is no
 precision liberty: NaN payloads, signed zeros and fp32 denormals are copied as they are, and the
-spec compares bitwise. Mode `strided_window` (SLICE1): per dimension the copy starts at the
+spec compares bitwise. Mode `strided_window`: per dimension the copy starts at the
 window's offset, or at its last element where the stride is negative, and steps by the stride;
 the output's Sizes say how many elements are taken (the validator has checked that they stay
 within the window).

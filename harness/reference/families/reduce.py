@@ -1,5 +1,5 @@
 """The reduce family: each output element combines the input elements that differ from it only
-along the reduced axes (ARGMAX, ARGMIN; REDUCE's functions as they land).
+along the reduced axes (the index reductions argmax and argmin so far).
 
 The reduced axes come from the spec's `axes` array attribute; the output keeps the input's rank
 with size 1 along them (the spec's shape rule says so; the validator has checked it). Index
@@ -19,11 +19,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, tensor_facts
-from harness.reference.families import FamilyResult
+from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
 
-FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)
 
 
 def _groups(x: np.ndarray, axes: list[int]) -> tuple[np.ndarray, list[int]]:
@@ -72,7 +71,7 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     last_expr = family.expression("last_on_ties")
     last = bool(last_expr.evaluate(names, facts)) if last_expr is not None else False
     combine = family.params["combine"]
-    var, tensor = next(iter(spec.formula.inputs.items()))
+    var = next(iter(spec.formula.inputs))
     x = inputs[var]
     out_name = spec.formula.output
     out_desc = descriptor.tensors[out_name]
@@ -95,11 +94,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
             masks[rule.id] = _lift(hit, axes, out_shape)
     family_result.unspecified[out_name] = masks
 
-    in_type = descriptor.tensors[tensor].data_type  # type: ignore[union-attr]
-    if in_type == "FLOAT32":
-        denormal = (x != 0) & (np.abs(x) < FLOAT32_TINY)
-        if denormal.any():
-            flushed = np.where(denormal, np.copysign(0.0, x), x).astype(x.dtype)
-            alt = _index(_groups(flushed, axes)[0], combine, last).reshape(out_shape).astype(out_type.numpy)
-            family_result.alternatives[out_name] = [("fp32_input_flush", alt)]
+    flushed = flush_f32_denormals(x)
+    if flushed is not None:
+        alt = _index(_groups(flushed, axes)[0], combine, last).reshape(out_shape).astype(out_type.numpy)
+        family_result.alternatives[out_name] = [("fp32_input_flush", alt)]
     return family_result

@@ -1,4 +1,4 @@
-"""The sort family: selections ordered by value along one axis (TOP_K, TOP_K1).
+"""The sort family: selections ordered by value along one axis (top-k so far).
 
 Mode `top_k`: along `axis`, each sequence's K largest elements in decreasing order (or smallest
 in increasing order), equal values by ascending index whatever the direction (the page's
@@ -17,11 +17,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, tensor_facts
-from harness.reference.families import FamilyResult
+from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
 
-FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)
 
 
 def _top_k(x: np.ndarray, axis: int, k: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +40,7 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     axis, k = int(names[family.params["axis"]]), int(names[family.params["k"]])
     largest_expr = family.expression("largest")
     largest = bool(largest_expr.evaluate(names, facts)) if largest_expr is not None else True
-    var, tensor = next(iter(spec.formula.inputs.items()))
+    var = next(iter(spec.formula.inputs))
     x = inputs[var]
     values_name, indices_name = family.params["values"], family.params["indices"]
     value_type = spec.catalog.dtype(descriptor.tensors[values_name].data_type).numpy  # type: ignore[union-attr]
@@ -60,13 +59,11 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
             masks[rule.id] = np.ascontiguousarray(lifted)
     result.unspecified = {values_name: dict(masks), indices_name: dict(masks)}
 
-    if descriptor.tensors[tensor].data_type == "FLOAT32":  # type: ignore[union-attr]
-        denormal = (x != 0) & (np.abs(x) < FLOAT32_TINY)
-        if denormal.any():
-            flushed = np.where(denormal, np.copysign(np.float32(0), x), x).astype(x.dtype)
-            flushed_values, flushed_indices = _top_k(flushed, axis, k, largest)
-            original_values = np.moveaxis(np.take_along_axis(np.moveaxis(x, axis, -1), np.moveaxis(flushed_indices, axis, -1), axis=-1), -1, axis)
-            result.alternatives = {
-                values_name: [("fp32_input_flush", flushed_values.astype(value_type)), ("fp32_input_flush", original_values.astype(value_type))],
-                indices_name: [("fp32_input_flush", flushed_indices.astype(index_type))]}
+    flushed = flush_f32_denormals(x)
+    if flushed is not None:
+        flushed_values, flushed_indices = _top_k(flushed, axis, k, largest)
+        original_values = np.moveaxis(np.take_along_axis(np.moveaxis(x, axis, -1), np.moveaxis(flushed_indices, axis, -1), axis=-1), -1, axis)
+        result.alternatives = {
+            values_name: [("fp32_input_flush", flushed_values.astype(value_type)), ("fp32_input_flush", original_values.astype(value_type))],
+            indices_name: [("fp32_input_flush", flushed_indices.astype(index_type))]}
     return result
