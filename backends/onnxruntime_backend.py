@@ -23,7 +23,8 @@ import numpy as np
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.source import load_yaml
 from harness.model.layout import output_buffer, read_logical
-from harness.spec.operator import SpecSet, load_specs
+from harness.spec.fused import fused_choice
+from harness.spec.operator import OperatorSpec, SpecSet, load_specs
 from harness.model.validator import case_verdict
 from harness.model.facts import attribute_names
 from harness.spec.shape_expr import parse_shape_expr
@@ -118,6 +119,7 @@ class OnnxRuntimeBackend:
         assert out_desc is not None
         try:
             result = self._compute(spec.name, d, inputs, out_desc.data_type)
+            result = self._fused_activations(spec, d, result, out_desc.data_type)
         except _Unsupported as exc:
             return Unsupported(str(exc))
         except Exception as exc:  # noqa: BLE001 - ORT errors are results of this case
@@ -198,6 +200,21 @@ class OnnxRuntimeBackend:
             prescale = (float(np.float32(d.attributes[f"{entry['scale_bias']}.Scale"])),
                         float(np.float32(d.attributes[f"{entry['scale_bias']}.Bias"])))
         return self._node(entry["op"], arrays, types, out_type, attrs, prescale)
+
+    def _fused_activations(self, spec: OperatorSpec, d: Descriptor, result: Any, out_type: str) -> Any:
+        """Each fused activation the descriptor names, as its own operator's ONNX node applied to
+        the result: ORT runs them unfused (the sum rounded to the output type first), one of the
+        results a D3D device may give."""
+        for f in spec.attribute_fields:
+            activation = fused_choice(spec, f, d.attributes) if f.is_fused_activation else None
+            if activation is None:
+                continue
+            entry = self.mapping.get(activation.name)
+            if entry is None or entry["builder"] != "node" or len(entry["inputs"]) != 1:
+                raise _Unsupported(f"no single-node ONNX mapping for the fused activation {activation.name}")
+            attrs = {onnx_name: float(np.float32(d.attributes[f"{f.name}.{field}"])) for onnx_name, field in entry.get("attributes", {}).items()}
+            result = self._node(entry["op"], [np.asarray(result)], [out_type], out_type, attrs)
+        return result
 
     def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
               attrs: dict | None = None, prescale: tuple[float, float] | None = None) -> np.ndarray:

@@ -336,7 +336,8 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result
-    if spec.shape_rules and not rule.startswith("constraint."):
+    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}  # mutation search keeps these alone
+    if rule not in searched:
         broken = _keep_shapes_derived(spec, broken, case_level, rule)
     seed = draw(st.integers(0, 2**32 - 1))
     inputs = _invalid_inputs(spec, broken, seed, config)
@@ -345,9 +346,10 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
 
 
 def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: str) -> Descriptor:
-    """A generic breaker edits tensors without knowing the spec's shape rules: where that also
-    breaks a shape rule, re-derive the derived tensors, keeping the one the breaker changed (each
-    is tried) so that the case breaks `rule` alone. Unchanged when no choice does (the validator
+    """A generic breaker edits tensors without knowing the spec's shape rules or the fields drawn
+    from the tensors (a type field `one_of` T.DataType): where that also breaks another rule,
+    re-derive the derived tensors (and, second, those fields), keeping the one the breaker changed
+    (each is tried) so that the case breaks `rule` alone. Unchanged when no choice does (the validator
     then reports both, and the suite's exactly-one-rule test says so)."""
     if validate(spec, d, level).rule_ids == {rule}:
         return d

@@ -99,7 +99,7 @@ def _parse_descriptor_when(text: str) -> ShapeExpr:
 def _holds(expr: ShapeExpr, expected: "Expected") -> bool:
     from harness.model.facts import attribute_names, tensor_facts
     d = expected.case.descriptor
-    return bool(expr.evaluate(attribute_names(expected.spec, d.attributes), tensor_facts(d)))
+    return bool(expr.evaluate(attribute_names(expected.spec, d.attributes), tensor_facts(d, expected.spec.catalog)))
 
 
 def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
