@@ -626,10 +626,43 @@ def _apply(ufunc: np.ufunc, operands: list[tuple[Any, bool]]) -> tuple[Any, bool
     Python ints are typed first (`_typed_literals`), so no operand is wrapped or refused.
     """
     values = _typed_literals([value for value, _ in operands], comparison=ufunc in _COMPARISONS)
+    if ufunc is np.minimum or ufunc is np.maximum:
+        values = _whole_floats_as_integers(values)
     result = _apply_typed(ufunc, values, operands)
     if ufunc is np.minimum or ufunc is np.maximum:
         _check_exact_selection(values, result[0])
     return result
+
+
+def _whole_floats_as_integers(values: list[Any]) -> list[Any]:
+    """The operands of a min/max with each float operand given the integer operands' type, when
+    every one of its values is a whole number that type holds; otherwise `values` unchanged.
+
+    Why: NumPy promotes an int64 or uint64 operand next to a float one to float64, which rounds
+    integers beyond 2^53 (a FLOAT attribute bounding INT64 data: max(-1.0, 2^60 + 1) would give
+    2^60). A whole float within the integer type's range is the same number in that type, so the
+    selection gives what it gave before, exactly. A fraction, NaN, an infinity or a value beyond
+    the type keeps NumPy's promotion.
+    """
+    integer_types = {np.dtype(v.dtype) for v in values if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu"}
+    floats = [i for i, v in enumerate(values) if isinstance(v, float) or
+              (isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind == "f")]
+    if len(integer_types) != 1 or not floats:
+        return values
+    (integer,) = integer_types
+    info = np.iinfo(integer)
+    out = list(values)
+    for i in floats:
+        value = np.asarray(values[i], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(value) & (np.trunc(value) == value)
+            # the type's ends are -2^(n-1) or 0 and 2^n - 1: info.max + 1 is a power of two, exact in float64
+            inside = (value >= float(info.min)) & (value < float(info.max + 1))
+        if not (whole & inside).all():
+            return values
+        converted = value.astype(integer)
+        out[i] = converted if isinstance(values[i], np.ndarray) else integer.type(converted)
+    return out
 
 
 def _apply_typed(ufunc: np.ufunc, values: list[Any], operands: list[tuple[Any, bool]]) -> tuple[Any, bool]:
