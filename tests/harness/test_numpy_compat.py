@@ -145,9 +145,11 @@ def test_float_literals_keep_numpy_behaviour():
     assert _evaluate("x * -0.5", x).dtype == np.float64  # a negated literal is a float64 scalar, as before
 
 
-def _bounded(x: np.ndarray, lo: float, hi: float):
-    """min(hi, max(lo, x)) with the bounds as the reference binds a FLOAT attribute (float64 scalars)."""
-    ctx = EvalContext(variables={"x": x, "lo": np.float64(lo), "hi": np.float64(hi)})
+def _bounded(x: np.ndarray, lo: float, hi: float, output=None):
+    """min(hi, max(lo, x)) with the bounds as the reference binds a FLOAT attribute (float64
+    scalars), for an output of x's type unless `output` names another."""
+    ctx = EvalContext(variables={"x": x, "lo": np.float64(lo), "hi": np.float64(hi)},
+                      output_numpy_dtype=x.dtype if output is None else output)
     return np.asarray(parse_formula("min(hi, max(lo, x))").evaluate(ctx))
 
 
@@ -161,6 +163,16 @@ def test_whole_float_bounds_select_64_bit_integers_exactly():
     got = _bounded(u, 0.0, 2.0**63)
     assert got.dtype == np.uint64 and got.tolist() == [2**53 + 1, 2**63, 2**63, 0]
     assert _bounded(np.array([-3, 7], np.int8), -0.0, 5.0).tolist() == [0, 5]  # -0.0 is the whole number 0
+
+
+def test_whole_float_bounds_beyond_the_output_type_stay_floats():
+    """INT8 data bound as int64 (the reference widens integer inputs) with a bound of 200: the
+    selection stays float64 and reaches the INT8 output saturated (127), not as the int64 200,
+    which would wrap to -56; a float output type keeps NumPy's promotion too."""
+    got = _bounded(np.array([-3, 7], np.int64), 200.0, 300.0, output=np.int8)
+    assert got.dtype == np.float64 and got.tolist() == [200.0, 200.0]
+    assert _bounded(np.array([-3, 7], np.int64), -5.0, 5.0, output=np.int8).dtype == np.int64
+    assert _bounded(np.array([-3, 7], np.int64), -5.0, 5.0, output=np.float32).dtype == np.float64
 
 
 @pytest.mark.parametrize("lo,hi", [(-1.5, 5.0), (np.nan, 5.0), (-np.inf, 5.0), (0.0, 2.0**63), (-(2.0**63) * 2, 0.0)])
