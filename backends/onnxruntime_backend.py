@@ -193,13 +193,30 @@ class OnnxRuntimeBackend:
             if out_type not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {out_type}")
             attrs[entry["output_type_attribute"]] = _ONNX_TYPES[out_type]
+        constants = [self._constant_input(d, field, types[0]) for field in entry.get("attribute_inputs", [])]
         prescale = None
         if "scale_bias" in entry and f"{entry['scale_bias']}.Scale" in d.attributes:  # x * Scale + Bias first
             if types[0] not in ("FLOAT32", "FLOAT16", "FLOAT64"):
                 raise _Unsupported(f"ONNX: a scale and bias on {types[0]} tensors is not expressible (float constants)")
             prescale = (float(np.float32(d.attributes[f"{entry['scale_bias']}.Scale"])),
                         float(np.float32(d.attributes[f"{entry['scale_bias']}.Bias"])))
-        return self._node(entry["op"], arrays, types, out_type, attrs, prescale)
+        return self._node(entry["op"], arrays, types, out_type, attrs, prescale, tuple(constants))
+
+    def _constant_input(self, d: Descriptor, field: str, data_type: str) -> float | int:
+        """A FLOAT field as the scalar ONNX input that takes its place (Clip's min and max), in the
+        first input's type: a FLOAT16 tensor gets the nearest FLOAT16 (rounding being monotonic, a
+        bound rounded first clamps as the exact bound rounded after); an integer tensor only a
+        whole number within its type (ONNX has no FLOAT bound on integers; other values unsupported)."""
+        spec = self.specs.operator(d.operator)
+        default = spec.field(field).default
+        value = float(np.float32(d.attributes.get(field, 0.0 if default is None else default)))
+        dtype = self.specs.catalog.dtype(data_type)
+        if dtype.is_float:
+            with np.errstate(over="ignore"):
+                return float(np.asarray(value).astype(dtype.numpy))
+        if not (np.isfinite(value) and value == int(value) and dtype.min <= int(value) <= dtype.max):
+            raise _Unsupported(f"ONNX: {field} {value!r} is not a value of {data_type}, and the ONNX op takes it in the tensor's type")
+        return int(value)
 
     def _fused_activations(self, spec: OperatorSpec, d: Descriptor, result: Any, out_type: str) -> Any:
         """Each fused activation the descriptor names, as its own operator's ONNX node applied to
@@ -217,14 +234,16 @@ class OnnxRuntimeBackend:
         return result
 
     def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
-              attrs: dict | None = None, prescale: tuple[float, float] | None = None) -> np.ndarray:
+              attrs: dict | None = None, prescale: tuple[float, float] | None = None,
+              constants: tuple[float | int, ...] = ()) -> np.ndarray:
         """One ONNX node over dense inputs of the output's shape; `prescale` (scale, bias) puts a
-        Mul and an Add on the first input (DirectML's DML_SCALE_BIAS)."""
+        Mul and an Add on the first input (DirectML's DML_SCALE_BIAS); `constants` are scalar
+        inputs after the tensors, in the first input's type (Clip's min and max)."""
         for t in types + [out_type]:
             if t not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {t}")
         shapes = [tuple(x.shape) for x in xs]
-        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale)
+        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale, constants)
         names = [f"x{i}" for i in range(len(xs))]
 
         def build() -> Any:
@@ -235,6 +254,9 @@ class OnnxRuntimeBackend:
                 inits += [helper.make_tensor("scale", _ONNX_TYPES[types[0]], [], [prescale[0]]),
                           helper.make_tensor("bias", _ONNX_TYPES[types[0]], [], [prescale[1]])]
                 node_inputs[0] = "biased"
+            for i, value in enumerate(constants):
+                inits.append(helper.make_tensor(f"c{i}", _ONNX_TYPES[types[0]], [], [value]))
+                node_inputs.append(f"c{i}")
             nodes.append(helper.make_node(onnx_op, node_inputs, ["y"], **(attrs or {})))
             graph = helper.make_graph(nodes, onnx_op,
                                       [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(s)) for n, t, s in zip(names, types, shapes)],
