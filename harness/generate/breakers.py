@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 from hypothesis import reject, strategies as st
 
+from harness.model.wellformed import CaseFormatError, check_union
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import element_count, minimum_bytes, packed_strides, total_bytes
 from harness.spec.operator import OperatorSpec
@@ -339,10 +340,23 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}  # mutation search keeps these alone
     if rule not in searched:
         broken = _keep_shapes_derived(spec, broken, case_level, rule)
+    _fit_unions(spec, broken)
     seed = draw(st.integers(0, 2**32 - 1))
     inputs = _invalid_inputs(spec, broken, seed, config)
     return Case(broken, case_level, inputs, expect_valid=False, broken_rule=rule,
                 origin=f"generated:invalid:{rule}:seed={seed}" + (f":{broken.__dict__['mutation']}" if "mutation" in broken.__dict__ else ""), tags=layout_tags(broken))
+
+
+def _fit_unions(spec: OperatorSpec, d: Descriptor) -> None:
+    """A DML_SCALAR_UNION whose type field a breaker (or the re-derivation after it) changed may
+    hold a value the new type cannot (NaN in an INT64): it becomes 0, which every type holds, so
+    the case file stays expressible and the broken rule stays the only one."""
+    for f in spec.attribute_fields:
+        if f.is_scalar_union and f.name in d.attributes:
+            try:
+                check_union(f.name, d.attributes[f.name], d.attributes.get(f.typed_by or ""), spec.catalog)
+            except CaseFormatError:
+                d.attributes[f.name] = 0
 
 
 def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: str) -> Descriptor:
