@@ -23,7 +23,8 @@ import numpy as np
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.source import load_yaml
 from harness.model.layout import output_buffer, read_logical
-from harness.spec.operator import SpecSet, load_specs
+from harness.spec.fused import fused_choice
+from harness.spec.operator import OperatorSpec, SpecSet, load_specs
 from harness.model.validator import case_verdict
 from harness.model.facts import attribute_names
 from harness.spec.shape_expr import parse_shape_expr
@@ -120,6 +121,7 @@ class OnnxRuntimeBackend:
         assert out_desc is not None
         try:
             result = self._compute(spec.name, d, inputs, out_desc.data_type)
+            result = self._fused_activations(spec, d, result, out_desc.data_type)
         except _Unsupported as exc:
             return Unsupported(str(exc))
         except Exception as exc:  # noqa: BLE001 - ORT errors are results of this case
@@ -195,23 +197,57 @@ class OnnxRuntimeBackend:
             if out_type not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {out_type}")
             attrs[entry["output_type_attribute"]] = _ONNX_TYPES[out_type]
+        constants = [self._constant_input(d, field, types[0]) for field in entry.get("attribute_inputs", [])]
         prescale = None
         if "scale_bias" in entry and f"{entry['scale_bias']}.Scale" in d.attributes:  # x * Scale + Bias first
             if types[0] not in ("FLOAT32", "FLOAT16", "FLOAT64"):
                 raise _Unsupported(f"ONNX: a scale and bias on {types[0]} tensors is not expressible (float constants)")
             prescale = (float(np.float32(d.attributes[f"{entry['scale_bias']}.Scale"])),
                         float(np.float32(d.attributes[f"{entry['scale_bias']}.Bias"])))
-        return self._node(entry["op"], arrays, types, out_type, attrs, prescale)
+        return self._node(entry["op"], arrays, types, out_type, attrs, prescale, tuple(constants))
+
+    def _constant_input(self, d: Descriptor, field: str, data_type: str) -> float | int:
+        """A FLOAT field as the scalar ONNX input that takes its place (Clip's min and max), in the
+        first input's type: a FLOAT16 tensor gets the nearest FLOAT16 (rounding being monotonic, a
+        bound rounded first clamps as the exact bound rounded after); an integer tensor only a
+        whole number within its type (ONNX has no FLOAT bound on integers; other values unsupported)."""
+        spec = self.specs.operator(d.operator)
+        default = spec.field(field).default
+        value = float(np.float32(d.attributes.get(field, 0.0 if default is None else default)))
+        dtype = self.specs.catalog.dtype(data_type)
+        if dtype.is_float:
+            with np.errstate(over="ignore"):
+                return float(np.asarray(value).astype(dtype.numpy))
+        if not (np.isfinite(value) and value == int(value) and dtype.min <= int(value) <= dtype.max):
+            raise _Unsupported(f"ONNX: {field} {value!r} is not a value of {data_type}, and the ONNX op takes it in the tensor's type")
+        return int(value)
+
+    def _fused_activations(self, spec: OperatorSpec, d: Descriptor, result: Any, out_type: str) -> Any:
+        """Each fused activation the descriptor names, as its own operator's ONNX node applied to
+        the result: ORT runs them unfused (the sum rounded to the output type first), one of the
+        results a D3D device may give."""
+        for f in spec.attribute_fields:
+            activation = fused_choice(spec, f, d.attributes) if f.is_fused_activation else None
+            if activation is None:
+                continue
+            entry = self.mapping.get(activation.name)
+            if entry is None or entry["builder"] != "node" or len(entry["inputs"]) != 1:
+                raise _Unsupported(f"no single-node ONNX mapping for the fused activation {activation.name}")
+            attrs = {onnx_name: float(np.float32(d.attributes[f"{f.name}.{field}"])) for onnx_name, field in entry.get("attributes", {}).items()}
+            result = self._node(entry["op"], [np.asarray(result)], [out_type], out_type, attrs)
+        return result
 
     def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
-              attrs: dict | None = None, prescale: tuple[float, float] | None = None) -> np.ndarray:
+              attrs: dict | None = None, prescale: tuple[float, float] | None = None,
+              constants: tuple[float | int, ...] = ()) -> np.ndarray:
         """One ONNX node over dense inputs of the output's shape; `prescale` (scale, bias) puts a
-        Mul and an Add on the first input (DirectML's DML_SCALE_BIAS)."""
+        Mul and an Add on the first input (DirectML's DML_SCALE_BIAS); `constants` are scalar
+        inputs after the tensors, in the first input's type (Clip's min and max)."""
         for t in types + [out_type]:
             if t not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {t}")
         shapes = [tuple(x.shape) for x in xs]
-        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale)
+        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale, constants)
         names = [f"x{i}" for i in range(len(xs))]
 
         def build() -> Any:
@@ -222,6 +258,9 @@ class OnnxRuntimeBackend:
                 inits += [helper.make_tensor("scale", _ONNX_TYPES[types[0]], [], [prescale[0]]),
                           helper.make_tensor("bias", _ONNX_TYPES[types[0]], [], [prescale[1]])]
                 node_inputs[0] = "biased"
+            for i, value in enumerate(constants):
+                inits.append(helper.make_tensor(f"c{i}", _ONNX_TYPES[types[0]], [], [value]))
+                node_inputs.append(f"c{i}")
             nodes.append(helper.make_node(onnx_op, node_inputs, ["y"], **(attrs or {})))
             graph = helper.make_graph(nodes, onnx_op,
                                       [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(s)) for n, t, s in zip(names, types, shapes)],

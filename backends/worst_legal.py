@@ -35,6 +35,7 @@ from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
+from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs, struct_variables
 
 _NUMPY = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
@@ -326,6 +327,7 @@ class WorstLegalBackend:
         spec = spec_for_case(self.specs, case)
         if not isinstance(spec, OperatorSpec):
             return spec  # no spec, or an invalid descriptor: rejected as DirectML would
+        spec = with_fused_activations(spec, case.descriptor)
         if spec.formula.family is not None:
             return self._family(spec, case)
         if spec.formula.operands == "raw_bits":

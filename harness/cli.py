@@ -6,6 +6,7 @@ argparse lists allowed values for choices, and spec problems print as `file:line
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -45,6 +46,14 @@ def cmd_spec_lint(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     print(f"{len(files) - len(errors)} of {len(files)} spec file(s) OK")
     return EXIT_FAIL if errors else EXIT_OK
+
+
+def cmd_spec_schema(args: argparse.Namespace) -> int:
+    """The operator spec file's JSON Schema (draft 2020-12), for editors and other tools; the
+    shipped copy is docs/spec.schema.json (a test keeps it equal to this)."""
+    from harness.spec.schema import schema_document
+    print(json.dumps(schema_document(), indent=2, sort_keys=True))
+    return 0
 
 
 def cmd_spec_show(args: argparse.Namespace) -> int:
@@ -309,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("operator")
     show.add_argument("--feature-level", help="level such as 4.1 (default: newest)")
     show.set_defaults(func=cmd_spec_show)
+    schema = spec_sub.add_parser("schema", help="print the JSON Schema of an operator spec file (docs/spec.schema.json)")
+    schema.set_defaults(func=cmd_spec_schema)
     sdiff = spec_sub.add_parser("diff", help="what changed between two spec directories or git revisions")
     sdiff.add_argument("old", help="a specs directory or a git revision (e.g. HEAD~1)")
     sdiff.add_argument("new", help="a specs directory or a git revision")

@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.model.descriptor import Case
 from backends.directml.dlls import dll_file_version, resolve
 from harness.model.layout import total_bytes
+from harness.spec.fused import fused_choice
 from harness.spec.operator import SpecSet, load_specs
 from harness.model.validator import case_verdict
 from harness.model.wellformed import CaseFormatError, check_case
@@ -32,6 +35,17 @@ MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend sto
 
 def runner_path(stack: Path | None = None) -> Path:
     return Path(stack or default_stack_dir()) / "dmlrunner.exe"
+
+
+def union_bytes(catalog, type_enum: Any, value: Any) -> bytes:
+    """A DML_SCALAR_UNION's 8 bytes: `value` stored as the data type `type_enum` names (little
+    endian, the rest zero); as a UINT64 bit pattern of 0 when the type is unknown (an invalid case)."""
+    dtype = next((t for t in catalog.data_types.values() if type_enum is not None and t.enum == int(type_enum)), None)
+    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (no NumPy dtype)
+        return bytes(8)
+    with np.errstate(all="ignore"):
+        raw = np.array(value, dtype=np.float64 if dtype.is_float else object).astype(dtype.numpy).tobytes()
+    return raw.ljust(8, b"\0")
 
 
 class DirectMLBackend:
@@ -240,6 +254,17 @@ class DirectMLBackend:
                 fields.append({"kind": "struct", "present": int(present),
                                "members": [{"kind": "float" if c == "FLOAT" else "uint", "value": d.attributes.get(f"{f.name}.{m}", 0.0)}
                                            for m, c in f.struct]})
+            elif f.is_fused_activation:  # DML_OPERATOR_DESC of the named activation, null tensors; or a null pointer
+                activation = fused_choice(spec, f, d.attributes)
+                if activation is None:
+                    fields.append({"kind": "opdesc", "present": 0})
+                else:
+                    fields.append({"kind": "opdesc", "present": 1, "op_type": activation.operator_type, "fields": [
+                        {"kind": "tensor", "tensor": -1} if a.role != "attribute" else
+                        {"kind": "float", "value": float(d.attributes[f"{f.name}.{a.name}"])} for a in activation.fields]})
+            elif f.is_scalar_union:  # 8 bytes inline: the member its typed_by field names, zero-filled
+                fields.append({"kind": "union", "hex": union_bytes(self.specs.catalog, d.attributes.get(f.typed_by or ""),
+                                                                    d.attributes.get(f.name, 0)).hex()})
             elif f.is_array:  # a pointer to the items; the count field says how many
                 kind = {"FLOAT": "float", "INT": "int"}.get(f.element or "UINT", "uint")
                 fields.append({"kind": "array", "items": [{"kind": kind, "value": v} for v in d.attributes.get(f.name, [])]})

@@ -5,7 +5,10 @@
  * the JSON text, then per buffer: u32 length and the bytes.
  * Requests: {"cmd":"info"} | {"cmd":"run", ...} | {"cmd":"crash"} | {"cmd":"hang"} | {"cmd":"remove_device"}.
  * A run request: {"cmd":"run","op_type":N,"key":"...","exec_flags":F,
- *   "fields":[{"kind":"tensor","tensor":i} | {"kind":"float","value":v} | {"kind":"uint","value":v}],
+ *   "fields":[{"kind":"tensor","tensor":i} | {"kind":"float"|"uint"|"int","value":v} | {"kind":"struct","present":p,"members":[..]}
+ *             | {"kind":"array","items":[..]} | {"kind":"tensors","items":[i,..]}
+ *             | {"kind":"opdesc","present":p,"op_type":N,"fields":[..]} | {"kind":"union","hex":"16 hex digits"}],
+ *   (opdesc: a fused activation, recursive; union: a DML_SCALAR_UNION's 8 bytes inline)
  *   "tensors":[{"present":1,"role":"input"|"output","data_type":T,"flags":F,"sizes":[..],"strides":[..]|null,
  *               "total_bytes":B,"alignment":A,"buffer":k,"alias":j}]}   (alias: output bound to input tensor j)
  * Input buffers arrive in the order of the tensors that have "buffer" >= 0.
@@ -186,7 +189,7 @@ static cached_op *cache_find(const char *key) { int i; for (i = 0; i < cache_cou
 
 static int device_removed(void) { return FAILED(((fn_removed)VT(dml)[15])(dml)); }
 
-#define MAXT 8
+#define MAXT 16
 /* One request's tensors, as DirectML sees them (DML_BUFFER_TENSOR_DESC) and as the client sent them. */
 typedef struct {
     int nt;
@@ -240,37 +243,91 @@ static unsigned char array_storage[MAX_ARRAYS][MAX_ARRAY_ITEMS * 4]; /* what arr
 #define MAX_STRUCTS 8
 static unsigned char struct_storage[MAX_STRUCTS][64]; /* what struct-pointer fields point to, per request */
 
-/* The operator's desc struct: tensor, struct and array pointers (8-byte aligned) and 4-byte scalars,
-   in field order; a struct field points at its members packed in struct_storage, or is NULL; an
-   array field at its items packed in array_storage (its count is a scalar field of its own). */
-static void pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, size_t cap) {
-    jnode *fields = jget(req, "fields"); size_t off = 0; int i, nstruct = 0, narray = 0;
-    memset(opdesc, 0, cap);
+#define MAX_NESTED 4
+static unsigned char nested_storage[MAX_NESTED][256]; /* nested operator descs (fused activations), per request */
+static DML_OPERATOR_DESC nested_ops[MAX_NESTED];
+
+#define MAX_TENSOR_ARRAYS 4
+static DML_TENSOR_DESC tensor_array_storage[MAX_TENSOR_ARRAYS][MAXT]; /* what tensor-array fields point to */
+
+typedef struct { int nstruct, narray, nnested, ntensors; } pack_state;
+
+static size_t put_pointer(unsigned char *out, size_t off, size_t cap, const void *p) {
+    off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return cap; memcpy(out + off, &p, sizeof p); return off + sizeof p;
+}
+
+/* A desc struct from its fields, in order: tensor, tensor-array, struct, array and operator-desc
+   pointers (8-byte aligned) and 4-byte scalars. A struct field points at its members packed in
+   struct_storage (NULL when absent); an array field at its items in array_storage (its count is a
+   scalar field of its own); a tensor array at a copy of the named tensors' descs; an "opdesc" field
+   (a fused activation) at a DML_OPERATOR_DESC whose Desc is packed from its own fields, recursively
+   (a tensor index -1 there is a null tensor). Returns 0 when the storage is exhausted. */
+static int pack_fields(jnode *fields, const run_tensors *t, unsigned char *out, size_t cap, pack_state *ps, int depth) {
+    size_t off = 0; int i;
+    memset(out, 0, cap);
     for (i = 0; fields && i < fields->count; i++) {
         jnode *f = fields->items[i]; const char *kind = jstr(f, "kind");
         if (!strcmp(kind, "struct")) {
             jnode *members = jget(f, "members"); const void *p = NULL; int j; size_t moff = 0;
-            if ((int)jnum(f, "present", 0) && nstruct < MAX_STRUCTS) {
-                unsigned char *dst = struct_storage[nstruct++]; memset(dst, 0, sizeof struct_storage[0]);
+            if ((int)jnum(f, "present", 0)) {
+                unsigned char *dst; if (ps->nstruct >= MAX_STRUCTS) return 0;
+                dst = struct_storage[ps->nstruct++]; memset(dst, 0, sizeof struct_storage[0]);
                 for (j = 0; members && j < members->count; j++) moff = pack_scalar(members->items[j], dst, moff, sizeof struct_storage[0]);
                 p = dst;
             }
-            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+            off = put_pointer(out, off, cap, p);
         } else if (!strcmp(kind, "array")) { /* a pointer to 4-byte items of one kind; NULL when empty */
             jnode *items = jget(f, "items"); const void *p = NULL; int j; size_t aoff = 0;
-            if (items && items->count > 0 && items->count <= MAX_ARRAY_ITEMS && narray < MAX_ARRAYS) {
-                unsigned char *dst = array_storage[narray++]; memset(dst, 0, sizeof array_storage[0]);
+            if (items && items->count > 0) {
+                unsigned char *dst; if (items->count > MAX_ARRAY_ITEMS || ps->narray >= MAX_ARRAYS) return 0;
+                dst = array_storage[ps->narray++]; memset(dst, 0, sizeof array_storage[0]);
                 for (j = 0; j < items->count; j++) aoff = pack_scalar(items->items[j], dst, aoff, sizeof array_storage[0]);
                 p = dst;
             }
-            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+            off = put_pointer(out, off, cap, p);
+        } else if (!strcmp(kind, "tensors")) { /* a pointer to consecutive DML_TENSOR_DESCs; NULL when empty */
+            jnode *items = jget(f, "items"); const void *p = NULL; int j;
+            if (items && items->count > 0) {
+                DML_TENSOR_DESC *dst; if (items->count > MAXT || ps->ntensors >= MAX_TENSOR_ARRAYS) return 0;
+                dst = tensor_array_storage[ps->ntensors++];
+                for (j = 0; j < items->count; j++) {
+                    int ti = (int)items->items[j]->num;
+                    if (ti < 0 || ti >= t->nt || !t->present[ti]) return 0;
+                    dst[j] = t->tdesc[ti];
+                }
+                p = dst;
+            }
+            off = put_pointer(out, off, cap, p);
+        } else if (!strcmp(kind, "opdesc")) { /* a fused activation: DML_OPERATOR_DESC {Type, Desc}, or NULL */
+            const void *p = NULL;
+            if ((int)jnum(f, "present", 0)) {
+                int k; if (ps->nnested >= MAX_NESTED || depth >= 2) return 0;
+                k = ps->nnested++;
+                if (!pack_fields(jget(f, "fields"), t, nested_storage[k], sizeof nested_storage[0], ps, depth + 1)) return 0;
+                nested_ops[k].Type = (UINT)jnum(f, "op_type", 0); nested_ops[k].Desc = nested_storage[k];
+                p = &nested_ops[k];
+            }
+            off = put_pointer(out, off, cap, p);
+        } else if (!strcmp(kind, "union")) { /* DML_SCALAR_UNION: 8 bytes inline, 8-byte aligned, from 16 hex digits */
+            const char *hex = jstr(f, "hex"); int j; unsigned v;
+            off = (off + 7) & ~(size_t)7; if (off + 8 > cap || strlen(hex) != 16) return 0;
+            for (j = 0; j < 8; j++) { if (sscanf(hex + 2 * j, "%2x", &v) != 1) return 0; out[off + j] = (unsigned char)v; }
+            off += 8;
         } else if (!strcmp(kind, "tensor")) {
             int ti = (int)jnum(f, "tensor", -1); const DML_TENSOR_DESC *p = (ti >= 0 && ti < t->nt && t->present[ti]) ? &t->tdesc[ti] : NULL;
-            off = (off + 7) & ~(size_t)7; if (off + sizeof p > cap) return; memcpy(opdesc + off, &p, sizeof p); off += sizeof p;
+            off = put_pointer(out, off, cap, p);
         } else {
-            off = pack_scalar(f, opdesc, off, cap); if (off >= cap) return;
+            off = pack_scalar(f, out, off, cap);
         }
+        if (off >= cap) return 0;
     }
+    return 1;
+}
+
+/* The operator's desc struct; 0 when the request does not fit the runner's storage. */
+static int pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, size_t cap) {
+    pack_state ps = {0, 0, 0, 0};
+    return pack_fields(jget(req, "fields"), t, opdesc, cap, &ps, 0);
 }
 
 /* Create, compile and initialise the operator, or find it compiled in the cache. Returns the cache
@@ -417,7 +474,7 @@ static int do_run(jnode *req, blob *inbufs, int ninbufs) {
     static run_tensors t; run_resources r; unsigned char opdesc[256]; cached_op *c; int status; HRESULT hr;
     memset(&t, 0, sizeof t); memset(&r, 0, sizeof r);
     if (!read_tensors(req, &t)) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"bad tensors\"}"); return 0; }
-    pack_desc(req, &t, opdesc, sizeof opdesc);
+    if (!pack_desc(req, &t, opdesc, sizeof opdesc)) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"desc does not fit the runner's storage\"}"); return 0; }
     c = compiled_operator(req, opdesc, &status);
     if (!c) return status;
     if (!upload_inputs(&t, inbufs, ninbufs, &r)) {

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 from hypothesis import reject, strategies as st
 
+from harness.model.wellformed import CaseFormatError, check_union
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import element_count, minimum_bytes, packed_strides, total_bytes
 from harness.spec.operator import OperatorSpec
@@ -374,18 +375,33 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result
-    if spec.shape_rules and not rule.startswith("constraint."):
+    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}  # mutation search keeps these alone
+    if rule not in searched:
         broken = _keep_shapes_derived(spec, broken, case_level, rule)
+    _fit_unions(spec, broken)
     seed = draw(st.integers(0, 2**32 - 1))
     inputs = _invalid_inputs(spec, broken, seed, config)
     return Case(broken, case_level, inputs, expect_valid=False, broken_rule=rule,
                 origin=f"generated:invalid:{rule}:seed={seed}" + (f":{broken.__dict__['mutation']}" if "mutation" in broken.__dict__ else ""), tags=layout_tags(broken))
 
 
+def _fit_unions(spec: OperatorSpec, d: Descriptor) -> None:
+    """A DML_SCALAR_UNION whose type field a breaker (or the re-derivation after it) changed may
+    hold a value the new type cannot (NaN in an INT64): it becomes 0, which every type holds, so
+    the case file stays expressible and the broken rule stays the only one."""
+    for f in spec.attribute_fields:
+        if f.is_scalar_union and f.name in d.attributes:
+            try:
+                check_union(f.name, d.attributes[f.name], d.attributes.get(f.typed_by or ""), spec.catalog)
+            except CaseFormatError:
+                d.attributes[f.name] = 0
+
+
 def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: str) -> Descriptor:
-    """A generic breaker edits tensors without knowing the spec's shape rules: where that also
-    breaks a shape rule, re-derive the derived tensors, keeping the one the breaker changed (each
-    is tried) so that the case breaks `rule` alone. Unchanged when no choice does (the validator
+    """A generic breaker edits tensors without knowing the spec's shape rules or the fields drawn
+    from the tensors (a type field `one_of` T.DataType): where that also breaks another rule,
+    re-derive the derived tensors (and, second, those fields), keeping the one the breaker changed
+    (each is tried) so that the case breaks `rule` alone. Unchanged when no choice does (the validator
     then reports both, and the suite's exactly-one-rule test says so)."""
     if validate(spec, d, level).rule_ids == {rule}:
         return d

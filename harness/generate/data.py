@@ -135,7 +135,7 @@ def limited_values(values: np.ndarray, dtype: DataType, bits: int) -> np.ndarray
 
 def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
     """Bring the inputs within the spec's generation.limits, in place (logical elements only)."""
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
     for limit in spec.limits:
         desc = descriptor.tensors.get(limit.tensor)
         if desc is None or limit.tensor not in views:

@@ -13,6 +13,7 @@ from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, tensor_facts
+from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
@@ -29,8 +30,8 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         if f.enum is not None:  # every member, evenly
             out[f.name] = st.sampled_from(sorted(float(v) for v in f.enum.values()))
             continue
-        if f.struct is not None:
-            continue  # drawn whole by _struct_values (present or a null pointer)
+        if f.struct is not None or f.is_fused_activation or f.is_scalar_union:
+            continue  # drawn whole by _struct_values / _fused_values, or last (_union_values: its type is another field)
         pools = spec.attribute_values.get(f.name, {})
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
@@ -82,6 +83,50 @@ def _draw_cell(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str |
 
 
 @st.composite
+def _fused_values(draw: st.DrawFn, spec: OperatorSpec, level: str) -> dict[str, float]:
+    """Each fused-activation field: a null pointer a third of the time, else one of the allowed
+    activations available at `level` (its operator type) with its fields drawn from its own spec
+    (`Field.Member`)."""
+    out: dict[str, float] = {}
+    for f in spec.attribute_fields:
+        if not f.is_fused_activation:
+            continue
+        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
+        if not allowed or draw(st.integers(0, 2)) == 0:
+            continue
+        activation = draw(st.sampled_from(allowed))
+        out[f.name] = float(activation.operator_type)
+        strategies = _attribute_values(activation)
+        for a in activation.attribute_fields:
+            out[f"{f.name}.{a.name}"] = float(draw(strategies[a.name]))
+    return out
+
+
+def union_value_strategy(dtype: DataType) -> st.SearchStrategy[float]:
+    """Values of one DML_SCALAR_UNION member: the type's extremes and special values, or any value
+    the type holds exactly."""
+    if dtype.is_float:
+        info = np.finfo(dtype.numpy)
+        width = {16: 16, 32: 32}.get(dtype.bits, 64)
+        specials = [0.0, -0.0, 1.5, -2.0, float(info.max), -float(info.max), float(info.smallest_subnormal), np.inf, -np.inf, np.nan]
+        return st.one_of(st.sampled_from(specials), st.floats(width=width, allow_nan=False))
+    low, high = int(dtype.min), int(dtype.max)
+    return st.one_of(st.sampled_from(sorted({low, high, 0, 1, max(low, -1)})), st.integers(low, high))
+
+
+@st.composite
+def _union_values(draw: st.DrawFn, spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Each DML_SCALAR_UNION field: a value of the type its typed_by field holds (drawn after it)."""
+    out: dict[str, Any] = {}
+    by_enum = {t.enum: t for t in spec.catalog.data_types.values() if t.bits % 8 == 0}  # 4-bit types have no NumPy dtype
+    for f in spec.attribute_fields:
+        if f.is_scalar_union:
+            dtype = by_enum.get(int(attributes.get(f.typed_by or "", -1)))
+            out[f.name] = draw(union_value_strategy(dtype)) if dtype is not None else 0
+    return out
+
+
+@st.composite
 def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
                       config: GenConfig = DEFAULT_CONFIG, cell: PlanCell | None = None,
                       members: tuple[str, ...] | None = None) -> Descriptor:
@@ -99,6 +144,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
     attributes.update(spec.variant_attributes(member))  # the member the cell's table is for
     attributes.update(draw(_struct_values(spec)))
+    attributes.update(draw(_fused_values(spec, level)))
     shared_sizes = draw(sizes_strategy(dim_count, config))
     tensors: dict[str, TensorDesc | None] = {}
     for f in spec.tensor_fields:
@@ -116,6 +162,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
                 sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
             tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
+    attributes.update(draw(_union_values(spec, attributes)))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
         output, inp = draw(choice(tuple(spec.in_place_pairs)))
@@ -151,7 +198,7 @@ def dependent_values(spec: OperatorSpec, partial: Descriptor, one: Callable[[lis
     out: dict[str, Any] = {}
     for f in _dependent_order(spec):
         pool = spec.attribute_values[f.name]
-        names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial)
+        names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial, spec.catalog)
         if "one_of" in pool:
             out[f.name] = float(one(pool["one_of"].evaluate(names, facts) or []))
         elif "subset_of" in pool:
@@ -186,7 +233,7 @@ def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> lis
     """The Sizes the spec's `shape` rule gives `tensor` in `descriptor` (ValueError when it gives none)."""
     for c in spec.shape_rules:
         if c.tensors[0] == tensor and c.sizes is not None:
-            sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor))
+            sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog))
             if isinstance(sizes, list) and sizes and all(isinstance(v, int) and v >= 0 for v in sizes):
                 return sizes
             raise ValueError(f"{spec.name}: shape rule {c.id} gives {sizes!r} for {tensor}")

@@ -110,7 +110,7 @@ def descriptor_holds(expr: ShapeExpr, spec: "OperatorSpec", descriptor: "Descrip
     """Whether an expectation's descriptor_when holds for `descriptor` of operator `spec`."""
     from harness.model.facts import attribute_names, tensor_facts
     try:
-        return bool(expr.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)))
+        return bool(expr.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)))
     except FormulaError:  # an expression that does not fit this descriptor does not explain it
         return False
 

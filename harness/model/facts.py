@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model.descriptor import Descriptor
+from harness.spec.catalog import Catalog
 from harness.spec.operator import OperatorSpec, enum_members
 from harness.spec.shape_expr import TensorFacts
 
@@ -35,6 +36,9 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
     return names
 
 
-def tensor_facts(descriptor: Descriptor) -> dict[str, TensorFacts]:
-    return {name: TensorFacts(tuple(t.sizes), t.dim_count) if t is not None else TensorFacts(None)
+def tensor_facts(descriptor: Descriptor, catalog: Catalog | None = None) -> dict[str, TensorFacts]:
+    """Each tensor's Sizes, DimensionCount and (given the catalog) DataType as its enum value."""
+    def data_type(name: str) -> int | None:
+        return catalog.data_types[name].enum if catalog is not None and name in catalog.data_types else None
+    return {name: TensorFacts(tuple(t.sizes), t.dim_count, data_type(t.data_type)) if t is not None else TensorFacts(None)
             for name, t in descriptor.tensors.items()}

@@ -125,17 +125,21 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
     """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
     what is not there (an absent tensor, an index past a list's end) is not in force: another rule
     reports the cause (tensor.missing, or the rule that keeps the index in range); nor is a rule
-    that reads a malformed tensor (a zero size, Sizes not DimensionCount long): the structural rule
-    is the one broken, and a relation over such Sizes says nothing."""
+    that reads a malformed tensor (a zero size, Sizes not DimensionCount long) or an enum field
+    holding no member: the structural rule is the one broken, and a relation over such values
+    says nothing."""
     rules = [c for c in spec.constraints if c.rule in ("expression", "shape")]
     if not rules:
         return []
-    names, tensors = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    names, tensors = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
     malformed = {n for n, t in descriptor.tensors.items() if _malformed(t)}
-    bad = bad_enum_fields(spec, descriptor)
+    # an enum field holding no member: attribute.enum_value is the rule broken; a relation over it says nothing
+    malformed |= {f.name for f in spec.attribute_fields if f.enum is not None
+                  and descriptor.attributes.get(f.name, f.default) not in (None, *f.enum.values())}
     out = []
     for c in rules:
-        if malformed & c.reads or _reads_bad_enum(c, bad):
+        read = c.reads | set().union(*(e.names() for e in (c.check, c.sizes, c.guard) if e is not None))
+        if malformed & read:
             continue
         if c.guard is not None and not c.guard.evaluate(names, tensors):
             continue
@@ -172,6 +176,12 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
             if value is not None and value not in f.enum.values():
                 out.append(Violation("attribute.enum_value", None, f"{f.name} = {value:g} is not a member of {f.c_type} "
                                                                    f"({', '.join(f'{k}={v}' for k, v in f.enum.items())})"))
+
+        if f.is_fused_activation:  # the activation a descriptor names must exist at the device's level too
+            activation = spec.activations.get(f.name, {}).get(int(descriptor.attributes.get(f.name) or -1))
+            if activation is not None and not activation.available_at(level):
+                out.append(Violation("fused_activation.unavailable", None, f"{f.name} names {activation.name}, introduced at "
+                                                                           f"FL {activation.introduced}; device is FL {level}"))
 
     if not spec.has_table_at(level):
         out.append(Violation("operator.unavailable", None, f"{spec.name} is introduced at FL {spec.introduced}, device is FL {level}"))

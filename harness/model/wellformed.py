@@ -137,6 +137,25 @@ def check_attribute(key: str, value: Any, c_type: str) -> None:
         raise CaseFormatError(key, f"{short(value)} is not an integer in {low}..{high} ({c_type})")
 
 
+def check_union(key: str, value: Any, type_enum: Any, catalog: Catalog) -> None:
+    """A DML_SCALAR_UNION value: exactly representable in the data type its typed_by field names
+    (any number of at most 64 bits when that field names no known type: the union is 8 bytes)."""
+    if not (is_integer(value) or isinstance(value, (float, np.floating))):
+        raise CaseFormatError(key, f"expected a number (DML_SCALAR_UNION), found {type(value).__name__} {short(value)}")
+    dtype = next((t for t in catalog.data_types.values() if type_enum is not None and t.enum == type_enum), None)
+    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (no NumPy dtype)
+        return
+    if dtype.is_float:
+        with np.errstate(all="ignore"):
+            held = np.array(value, dtype=np.float64).astype(dtype.numpy)
+        if not (math.isnan(float(value)) or float(held) == float(value)):
+            raise CaseFormatError(key, f"{short(value)} is not a {dtype.name} value (the union holds {float(held)!r})")
+        return
+    whole = is_integer(value) or (math.isfinite(value) and float(value).is_integer())
+    if not whole or not dtype.min <= int(value) <= dtype.max:
+        raise CaseFormatError(key, f"{short(value)} is not an integer in {dtype.min}..{dtype.max} ({dtype.name})")
+
+
 def _overflows_float32(value: Any) -> bool:
     """A finite number that rounds to infinity as a float32 (inf and NaN themselves are floats):
     from half an ulp above float32's largest on (round to nearest, ties to even: 2^128 - 2^103)."""
@@ -228,7 +247,28 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
                 missing = [f"{f.name}.{m}" for m, _ in f.struct if m not in given]
                 raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} needs every member or none (a null pointer); "
                                                                          f"missing {', '.join(missing)}")
+    for f in spec.attribute_fields:  # a fused activation: an allowed activation's operator type, then its fields as members
+        if not f.is_fused_activation:
+            continue
+        c_types[f.name] = "UINT"
+        value = case.descriptor.attributes.get(f.name)
+        allowed = spec.activations.get(f.name, {})
+        if value is not None:
+            whole = is_integer(value) or (isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer())
+            if not whole or int(value) not in allowed:
+                names = ", ".join(f"{t} ({a.name})" for t, a in sorted(allowed.items()))
+                raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{short(value)} is not the operator type of an allowed "
+                                                                         f"fused activation ({names or 'none'})")
+            activation = allowed[int(value)]
+            c_types.update({f"{f.name}.{a.name}": a.c_type for a in activation.attribute_fields})
+            missing = [f"{f.name}.{a.name}" for a in activation.attribute_fields if f"{f.name}.{a.name}" not in case.descriptor.attributes]
+            if missing:
+                raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{activation.name} needs every field: missing {', '.join(missing)}")
+    unions = {f.name: f.typed_by for f in spec.attribute_fields if f.is_scalar_union}
     for name, value in case.descriptor.attributes.items():
+        if name in unions:  # DML_SCALAR_UNION: a value of the type its typed_by field names
+            check_union(f"descriptor.attributes.{name}", value, case.descriptor.attributes.get(unions[name] or ""), catalog)
+            continue
         if name not in c_types:
             raise CaseFormatError(f"descriptor.attributes.{name}", f"{spec.desc_struct} has no attribute {short(name)} "
                                                                    f"(attributes: {', '.join(c_types) or 'none'})")

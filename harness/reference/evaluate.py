@@ -23,6 +23,7 @@ from harness.model.descriptor import Case, Descriptor
 from harness.spec.context import attribute_values, formula_context
 from harness.spec.expr import EvalContext, NotExact, evaluate_exact, is_f32_denormal
 from harness.model.layout import read_logical
+from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, struct_variables
 
 
@@ -353,6 +354,7 @@ def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarra
 
 
 def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
+    spec = with_fused_activations(spec, case.descriptor)
     if spec.formula.family is not None:
         return FamilyExpected(spec, case)
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)

@@ -154,6 +154,9 @@ def load_catalog(specs_dir: Path) -> Catalog:
         if len(set(members.values())) != len(members):
             raise enums_src.error(("enums", name), "two members share a value")
         enums[name] = dict(members)
+    # DML_TENSOR_DATA_TYPE is the data types' own enum (a field typed by it, e.g. a scalar union's
+    # type, compares with T.DataType in expressions); _data_types.yaml holds its values
+    enums.setdefault("DML_TENSOR_DATA_TYPE", {"UNKNOWN": 0, **{t.name: t.enum for t in data_types.values()}})
     structs_src = load_yaml(specs_dir / STRUCTS_FILE)
     _schema_check(structs_src, STRUCTS_SCHEMA)
     structs = {name: tuple((m["name"], m["c_type"]) for m in members) for name, members in structs_src.data["structs"].items()}

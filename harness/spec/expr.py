@@ -617,20 +617,58 @@ def _dtype_of(value: Any) -> Any:
     return value.dtype if isinstance(value, (np.ndarray, np.generic)) else type(value)
 
 
-def _apply(ufunc: np.ufunc, operands: list[tuple[Any, bool]]) -> tuple[Any, bool]:
+def _apply(ufunc: np.ufunc, operands: list[tuple[Any, bool]], output: Any = None) -> tuple[Any, bool]:
     """`ufunc` over the operands' values, written into one of them when this evaluation made it
     (owned) and it already has the result's type and shape.
 
     Why: a formula like clamp(round_half_even(x / scale) + zero_point, Min, Max) otherwise makes
     a new 2^20-element float64 temporary per step; reusing them measured about a third off the
     reference's time. Variables and anything else the caller holds are never written.
-    Python ints are typed first (`_typed_literals`), so no operand is wrapped or refused.
+    Python ints are typed first (`_typed_literals`), so no operand is wrapped or refused; for
+    min/max, `output` (the output's NumPy type) lets a whole float be selected as an integer
+    (`_whole_floats_as_integers`).
     """
     values = _typed_literals([value for value, _ in operands], comparison=ufunc in _COMPARISONS)
+    if (ufunc is np.minimum or ufunc is np.maximum) and output is not None:
+        values = _whole_floats_as_integers(values, np.dtype(output))
     result = _apply_typed(ufunc, values, operands)
     if ufunc is np.minimum or ufunc is np.maximum:
         _check_exact_selection(values, result[0])
     return result
+
+
+def _whole_floats_as_integers(values: list[Any], output: np.dtype) -> list[Any]:
+    """The operands of a min/max with each float scalar (an attribute, a literal) given the
+    integer operands' type, when the output is an integer type and the scalar is a whole number
+    that both the operands' type and the output's type hold; otherwise `values` unchanged.
+
+    Why: NumPy promotes an int64 or uint64 operand next to a float one to float64, which rounds
+    integers beyond 2^53 (a FLOAT attribute bounding INT64 data: max(-1.0, 2^60 + 1) would give
+    2^60). A whole float within the types' ranges is the same number as an integer, so the
+    selection gives what it gave before, exactly. A fraction, NaN, an infinity or a value beyond
+    the output's type keeps NumPy's promotion, so such a result still reaches the output as a
+    float (toward zero, saturated) rather than as an integer that would wrap.
+    """
+    integer_types = {np.dtype(v.dtype) for v in values if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu"}
+    floats = [i for i, v in enumerate(values) if isinstance(v, float) or
+              (isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind == "f")]
+    scalars = all(np.ndim(values[i]) == 0 for i in floats)  # a float array: the result is a float anyway
+    if output.kind not in "iu" or len(integer_types) != 1 or not floats or not scalars:
+        return values
+    (integer,) = integer_types
+    out = list(values)
+    for i in floats:
+        value = np.asarray(values[i], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            held = np.isfinite(value) & (np.trunc(value) == value)
+            for info in (np.iinfo(integer), np.iinfo(output)):
+                # the ends are -2^(n-1) or 0 and 2^n - 1: info.max + 1 is a power of two, exact in float64
+                held &= (value >= float(info.min)) & (value < float(info.max + 1))
+        if not held.all():
+            return values
+        converted = value.astype(integer)
+        out[i] = converted if isinstance(values[i], np.ndarray) else integer.type(converted)
+    return out
 
 
 def _apply_typed(ufunc: np.ufunc, values: list[Any], operands: list[tuple[Any, bool]]) -> tuple[Any, bool]:
@@ -713,7 +751,7 @@ def _node(node: ast.AST, ctx: EvalContext) -> tuple[Any, bool]:
             for ufunc in _UFUNC_CALLS[fname]:
                 operands = [result] + rest[:ufunc.nin - 1]
                 rest = rest[ufunc.nin - 1:]
-                result = _apply(ufunc, operands)
+                result = _apply(ufunc, operands, ctx.output_numpy_dtype)
             return result
         if fname == "round_half_even":
             value, owned = args[0]

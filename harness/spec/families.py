@@ -30,11 +30,12 @@ from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 
 @dataclass(frozen=True)
 class Param:
-    kind: str  # choice | array | scalar | output | expression | bounds
+    kind: str  # choice | array | scalar | output | union | expression | bounds
     required: bool = True
     choices: tuple[str, ...] = ()
     meaning: str = ""
     by_enum: bool = False  # a choice may name an enum attribute field instead (its value picks the choice)
+    modes: tuple[str, ...] = ()  # only for these values of the family's `mode` (required there, refused elsewhere)
 
 
 REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
@@ -64,12 +65,21 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "indices": Param("output", meaning="the output tensor of their indices within the sequence"),
     },
     "data_movement": {
-        "mode": Param("choice", choices=("strided_window",),
+        "mode": Param("choice", choices=("strided_window", "pad"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
-                              "beginning, or its end where the stride is negative"),
-        "offsets": Param("array", meaning="the window's first element per dimension"),
-        "sizes": Param("array", meaning="the window's extent per dimension"),
-        "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)"),
+                              "beginning, or its end where the stride is negative; pad: the input placed after `start` "
+                              "elements per dimension, the elements around it from the padding rule in force"),
+        "offsets": Param("array", meaning="the window's first element per dimension", modes=("strided_window",)),
+        "sizes": Param("array", meaning="the window's extent per dimension", modes=("strided_window",)),
+        "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)",
+                         modes=("strided_window",)),
+        "start": Param("array", meaning="padding elements before the input, per dimension", modes=("pad",)),
+        "constant": Param("expression", meaning="true: padding elements are `value`", modes=("pad",)),
+        "value": Param("union", meaning="the DML_SCALAR_UNION field of the constant", modes=("pad",)),
+        "edge": Param("expression", meaning="true: padding repeats the nearest edge element", modes=("pad",)),
+        "reflection": Param("expression", meaning="true: mirrored about the edge elements, which are not repeated "
+                                                  "(period 2(n - 1), folding over earlier padding)", modes=("pad",)),
+        "symmetric": Param("expression", meaning="true: mirrored including the edge elements (period 2n)", modes=("pad",)),
     },
 }
 
@@ -191,7 +201,13 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     outputs = {f.name for f in fields if f.role == "output"}
     enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
     enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
+    unions = {f.name for f in fields if getattr(f, "is_scalar_union", False)}
+    mode = raw.get("mode")
     for key, param in declared.items():
+        if param.modes and mode not in param.modes:
+            if key in raw:
+                raise FormulaError(f"family {name}: {key!r} is only for mode {', '.join(param.modes)}")
+            continue
         if key not in raw:
             if param.required:
                 raise FormulaError(f"family {name} needs {key!r} ({param.meaning})")
@@ -211,8 +227,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = value
         elif param.kind == "bounds":
             continue  # read below, once the choices of combine are known
-        elif param.kind in ("array", "scalar", "output"):
-            allowed = {"array": arrays, "scalar": scalars, "output": outputs}[param.kind]
+        elif param.kind in ("array", "scalar", "output", "union"):
+            allowed = {"array": arrays, "scalar": scalars, "output": outputs, "union": unions}[param.kind]
             if value not in allowed:
                 raise FormulaError(f"{key}: {value!r} is not {'an' if param.kind != 'scalar' else 'a'} {param.kind} field "
                                    f"({', '.join(sorted(allowed)) or 'none'})")

@@ -50,6 +50,16 @@ class FieldSpec:
     element: str | None = None  # an array's element C type (c_type `const UINT*` with `count`)
     count: str | None = None  # an array: the field that holds its length
     count_of: tuple[str, ...] | None = None  # a count field: the arrays whose length it is (never set by a descriptor)
+    activations: tuple[str, ...] | None = None  # a fused activation (`const DML_OPERATOR_DESC*`): the specs it may name
+    typed_by: str | None = None  # a DML_SCALAR_UNION: the DML_TENSOR_DATA_TYPE field that says which member it holds
+
+    @property
+    def is_scalar_union(self) -> bool:
+        return self.typed_by is not None
+
+    @property
+    def is_fused_activation(self) -> bool:
+        return self.activations is not None
 
     @property
     def is_array(self) -> bool:
@@ -264,6 +274,9 @@ class OperatorSpec:
     catalog: Catalog = field(repr=False, kw_only=True)  # the data types and levels it is read against
     variant_key: str | None = field(default=None, kw_only=True)  # the enum attribute that picks the support tables
     limits: tuple[Limit, ...] = field(default=(), kw_only=True)
+    # each fused-activation field's allowed activation specs by operator type (load_specs fills it:
+    # they live in other files)
+    activations: dict[str, dict[int, "OperatorSpec"]] = field(default_factory=dict, repr=False, kw_only=True)
 
     @property
     def tensor_fields(self) -> list[FieldSpec]:
@@ -381,7 +394,7 @@ class OperatorSpec:
         """Each scalar attribute's value when a descriptor does not set it (a struct pointer: null;
         an array and its count field: no default, a descriptor always sets the array)."""
         return {f.name: float(f.default) if f.default is not None else 0.0 for f in self.attribute_fields
-                if f.struct is None and not f.is_array and not f.is_count}
+                if f.struct is None and not f.is_array and not f.is_count and not f.is_fused_activation and not f.is_scalar_union}
 
     @property
     def shape_rules(self) -> list[Constraint]:
@@ -603,6 +616,8 @@ def _read_document(src: SourcedYaml) -> dict:
 
 
 SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT")
+OPERATOR_DESC_POINTER = "const DML_OPERATOR_DESC*"
+SCALAR_UNION = "DML_SCALAR_UNION"
 
 
 def _names(value: str | list[str]) -> tuple[str, ...]:
@@ -624,8 +639,12 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
         enum = struct = element = None
-        if raw["role"] != "attribute" and ("count" in raw or "count_of" in raw):
-            raise src.error(("fields", index), "only attributes are arrays or count fields")
+        if raw["role"] != "attribute" and ("count" in raw or "count_of" in raw or "activations" in raw):
+            raise src.error(("fields", index), "only attributes are arrays, count fields or fused activations")
+        if "typed_by" in raw and raw["c_type"] != SCALAR_UNION:
+            raise src.error(("fields", index, "typed_by"), f"only a {SCALAR_UNION} field is typed by another field")
+        if "activations" in raw and raw["c_type"] != OPERATOR_DESC_POINTER:
+            raise src.error(("fields", index, "activations"), f"only a {OPERATOR_DESC_POINTER!r} field names fused activations")
         if raw["role"] == "attribute":
             c_type = raw["c_type"]
             pointee = c_type[len("const "):-1].strip() if c_type.startswith("const ") and c_type.endswith("*") else None
@@ -636,6 +655,12 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
                 if "default" in raw:
                     raise src.error(("fields", index, "default"), "an array takes no default")
                 element = pointee
+            elif c_type == SCALAR_UNION:  # 8 bytes read as the type another field names
+                if "typed_by" not in raw or "default" in raw:
+                    raise src.error(("fields", index), f"a {SCALAR_UNION} field names its `typed_by` field (a DML_TENSOR_DATA_TYPE) and takes no default")
+            elif c_type == OPERATOR_DESC_POINTER:  # a fused activation: which specs it may name, checked by load_specs
+                if "activations" not in raw or "default" in raw:
+                    raise src.error(("fields", index), f"a {OPERATOR_DESC_POINTER!r} field lists its `activations` (operator specs) and takes no default")
             elif "count_of" in raw:
                 if c_type != "UINT" or "default" in raw:
                     raise src.error(("fields", index), "a count field is a UINT without a default (it is the array's length)")
@@ -653,7 +678,8 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
                                                              f"pointer to a struct of specs/_structs.yaml ({', '.join(f'const {n}*' for n in sorted(catalog.structs))}); "
                                                              f"found {c_type!r}")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
-                                raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None))
+                                raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None,
+                                tuple(raw["activations"]) if "activations" in raw else None, raw.get("typed_by")))
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -667,6 +693,8 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         for array in f.count_of or ():
             if array not in by_name or by_name[array][1].count != f.name:
                 raise src.error(("fields", index, "count_of"), f"{array!r} must be an array field with count: {f.name}")
+        if f.typed_by is not None and (f.typed_by not in by_name or by_name[f.typed_by][1].c_type != "DML_TENSOR_DATA_TYPE"):
+            raise src.error(("fields", index, "typed_by"), f"{f.typed_by!r} must be an attribute field of c_type DML_TENSOR_DATA_TYPE")
     return fields, roles
 
 
@@ -1031,9 +1059,9 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
                 for i, v in enumerate(raw.get(key, [])):
                     if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
                         raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
-        if "one_of" in raw:  # a UINT/INT scalar whose valid values depend on the shapes (an axis, a count)
-            if owner is None or owner.c_type not in ("UINT", "INT") or owner.is_count:
-                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT and INT scalar fields")
+        if "one_of" in raw:  # a UINT/INT/enum scalar whose valid values depend on the shapes (an axis, a count, a type)
+            if owner is None or (owner.c_type not in ("UINT", "INT") and owner.enum is None) or owner.is_count:
+                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT, INT and enum scalar fields")
             attribute_values[name] = dict(raw, one_of=_shape_expr(src, ("attribute_values", name, "one_of"), raw["one_of"],
                                                                   list(fields or []), roles))
             continue
@@ -1087,8 +1115,8 @@ def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles
         for tname in raw["expected"]:
             if tname not in roles.outputs:
                 raise src.error(path + ("expected", tname), f"{tname!r} is not an output field")
-        for aname in raw.get("attributes", {}):
-            if aname not in roles.attributes:
+        for aname in raw.get("attributes", {}):  # "Field", or "Field.Member" of a struct pointer or fused activation
+            if aname.split(".")[0] not in roles.attributes:
                 raise src.error(path + ("attributes", aname), f"{aname!r} is not an attribute field")
         _check_example(src, path, raw, catalog)
         examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),
@@ -1175,7 +1203,44 @@ def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
             raise SpecError(path, None, ("operator_type",), f"operator_type {spec.operator_type} is also used by {types_seen[spec.operator_type].name}")
         types_seen[spec.operator_type] = path
         operators[spec.name] = spec
+    resolve_activations(operators)
     return SpecSet(catalog=catalog, operators=operators, directory=specs_dir)
+
+
+def fusable_problem(activation: OperatorSpec) -> str | None:
+    """Why `activation` cannot be a fused activation, or None: DirectML fuses an activation by its
+    operator desc with null tensors, so it must be one element-wise expression of one input into
+    one output whose other fields are FLOAT scalars (what the runner and the composition marshal)."""
+    if activation.formula.family is not None or len(activation.formula.inputs) != 1:
+        return "it is not an element-wise formula of one input"
+    if len(activation.input_fields) != 1 or len(activation.output_fields) != 1:
+        return "it does not have exactly one input and one output tensor"
+    odd = [f.name for f in activation.attribute_fields if f.c_type != "FLOAT"]
+    if odd:
+        return f"its attributes {', '.join(odd)} are not FLOAT scalars"
+    return None
+
+
+def resolve_activations(operators: dict[str, OperatorSpec], only: str | None = None) -> None:
+    """Fill each spec's `activations` from the specs its fused-activation fields name; a name that
+    is not a spec of the directory, or not fusable, is an error at that field's `activations`."""
+    for spec in operators.values():
+        if only is not None and spec.name != only:
+            continue
+        for index, f in enumerate(spec.fields):
+            if not f.is_fused_activation:
+                continue
+            allowed: dict[int, OperatorSpec] = {}
+            for position, name in enumerate(f.activations or ()):
+                other = operators.get(name)
+                problem = (f"{name!r} is not an operator spec of this directory" if other is None
+                           else fusable_problem(other))
+                if problem:
+                    src = load_yaml(spec.path)
+                    raise src.error(("fields", index, "activations", position), f"{name} cannot be fused: {problem}")
+                assert other is not None
+                allowed[other.operator_type] = other
+            spec.activations[f.name] = allowed
 
 
 def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
@@ -1185,9 +1250,23 @@ def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
         catalog = load_catalog(specs_dir)
     except SpecError as exc:
         return [exc]
+    built: dict[str, OperatorSpec] = {}
     for path in paths:
         try:
-            build_operator(load_yaml(path), catalog)
+            spec = build_operator(load_yaml(path), catalog)
+            built[spec.name] = spec
+        except SpecError as exc:
+            errors.append(exc)
+    others: dict[str, OperatorSpec] = {}  # what fused activations may name: the directory's specs
+    for path in operator_files(specs_dir):
+        try:
+            other = build_operator(load_yaml(path), catalog)
+            others[other.name] = other
+        except SpecError:
+            continue  # reported when that file is linted
+    for name, spec in built.items():
+        try:
+            resolve_activations({**others, name: spec}, only=name)
         except SpecError as exc:
             errors.append(exc)
     return errors

@@ -101,6 +101,8 @@ OPERATOR_SCHEMA: dict = {
                     "default": {"type": "number"},
                     "count": _NAME,
                     "count_of": {"oneOf": [_NAME, {"type": "array", "items": _NAME, "minItems": 1}]},
+                    "activations": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
+                    "typed_by": _NAME,
                     "source": {"type": "string"},
                 },
             },
@@ -288,3 +290,13 @@ STRUCTS_SCHEMA: dict = {
                                    "properties": {"name": {"type": "string", "pattern": "^[A-Z][A-Za-z0-9]*$"},
                                                   "c_type": {"enum": ["FLOAT", "UINT", "INT"]}}}}}},
 }
+
+
+def schema_document() -> dict:
+    """OPERATOR_SCHEMA as a standalone JSON Schema document (what `dmlconform spec schema` prints
+    and docs/spec.schema.json holds)."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://dmlconform.invalid/spec.schema.json",
+            "title": "dmlconform operator spec (specs/OPERATOR.yaml)",
+            "description": "Structure only; meaning-level checks (known types and levels, names, formulas) are `dmlconform spec lint`'s.",
+            **OPERATOR_SCHEMA}

@@ -44,7 +44,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "prod": lambda values: math.prod(values), "abs": abs, "distinct": _distinct,
     "sorted": sorted, "bit_length": lambda n: int(n).bit_length(),
 }
-TENSOR_FACTS = ("Sizes", "DimensionCount", "present")
+TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class TensorFacts:
 
     sizes: tuple[int, ...] | None
     dimension_count: int | None = None  # None: len(sizes) (an invalid descriptor may say otherwise)
+    data_type: int | None = None  # its DML_TENSOR_DATA_TYPE value (None: not known to the caller)
 
     def fact(self, name: str) -> Any:
         if name == "present":
@@ -61,6 +62,10 @@ class TensorFacts:
             raise _Undefined(f"reads {name} of an absent tensor")
         if name == "Sizes":
             return list(self.sizes)
+        if name == "DataType":
+            if self.data_type is None:
+                raise _Undefined("reads DataType without a catalog")
+            return self.data_type
         return len(self.sizes) if self.dimension_count is None else self.dimension_count
 
 

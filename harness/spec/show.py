@@ -29,12 +29,20 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
         for f in spec.attribute_fields:
             if f.is_array:
                 pool = spec.attribute_values.get(f.name, {})
-                domain = f"subsets of {pool['subset_of'].text}" if "subset_of" in pool else \
-                    f"{pool['length'].text} items, item i of {pool['each'].text}"
-                lines.append(f"    {f.name} ({f.c_type}, {f.count} items), drawn from {domain}")
+                if "subset_of" in pool:
+                    drawn = f"drawn from subsets of {pool['subset_of'].text}"
+                else:
+                    drawn = f"{pool['length'].text} items, item i drawn from {pool['each'].text}"
+                lines.append(f"    {f.name} ({f.c_type}, {f.count} items), {drawn}")
+                continue
+            if f.is_scalar_union:
+                lines.append(f"    {f.name} ({f.c_type}), a value of the type {f.typed_by} names")
                 continue
             if f.is_count:
                 lines.append(f"    {f.name} ({f.c_type}), the length of {', '.join(f.count_of or ())}")
+                continue
+            if f.is_fused_activation:
+                lines.append(f"    {f.name} ({f.c_type}), null or a fused activation: {', '.join(f.activations or ())}")
                 continue
             default = "no documented default" if f.default is None else f"default {f.default}"
             lines.append(f"    {f.name} ({f.c_type}), {default}")

@@ -145,6 +145,44 @@ def test_float_literals_keep_numpy_behaviour():
     assert _evaluate("x * -0.5", x).dtype == np.float64  # a negated literal is a float64 scalar, as before
 
 
+def _bounded(x: np.ndarray, lo: float, hi: float, output=None):
+    """min(hi, max(lo, x)) with the bounds as the reference binds a FLOAT attribute (float64
+    scalars), for an output of x's type unless `output` names another."""
+    ctx = EvalContext(variables={"x": x, "lo": np.float64(lo), "hi": np.float64(hi)},
+                      output_numpy_dtype=x.dtype if output is None else output)
+    return np.asarray(parse_formula("min(hi, max(lo, x))").evaluate(ctx))
+
+
+def test_whole_float_bounds_select_64_bit_integers_exactly():
+    """A whole float bound within the integer operand's type is selected in that type: INT64 and
+    UINT64 values beyond 2^53 are not rounded through float64 (2^53 + 1 would become 2^53)."""
+    x = np.array([2**53 + 1, -(2**62) - 1, 2**63 - 1, -(2**63)], np.int64)
+    got = _bounded(x, -2.0**62, 2.0**62)
+    assert got.dtype == np.int64 and got.tolist() == [2**53 + 1, -(2**62), 2**62, -(2**62)]
+    u = np.array([2**53 + 1, 2**63 + 1, 2**64 - 1, 0], np.uint64)
+    got = _bounded(u, 0.0, 2.0**63)
+    assert got.dtype == np.uint64 and got.tolist() == [2**53 + 1, 2**63, 2**63, 0]
+    assert _bounded(np.array([-3, 7], np.int8), -0.0, 5.0).tolist() == [0, 5]  # -0.0 is the whole number 0
+
+
+def test_whole_float_bounds_beyond_the_output_type_stay_floats():
+    """INT8 data bound as int64 (the reference widens integer inputs) with a bound of 200: the
+    selection stays float64 and reaches the INT8 output saturated (127), not as the int64 200,
+    which would wrap to -56; a float output type keeps NumPy's promotion too."""
+    got = _bounded(np.array([-3, 7], np.int64), 200.0, 300.0, output=np.int8)
+    assert got.dtype == np.float64 and got.tolist() == [200.0, 200.0]
+    assert _bounded(np.array([-3, 7], np.int64), -5.0, 5.0, output=np.int8).dtype == np.int64
+    assert _bounded(np.array([-3, 7], np.int64), -5.0, 5.0, output=np.float32).dtype == np.float64
+
+
+@pytest.mark.parametrize("lo,hi", [(-1.5, 5.0), (np.nan, 5.0), (-np.inf, 5.0), (0.0, 2.0**63), (-(2.0**63) * 2, 0.0)])
+def test_float_bounds_no_integer_type_holds_keep_numpy_promotion(lo, hi):
+    """A fraction, NaN, an infinity or a bound beyond INT64 (2^63, -2^64) is not an INT64 value:
+    the selection stays in float64, as NumPy promotes it."""
+    got = _bounded(np.array([-3, 7], np.int64), lo, hi)
+    assert got.dtype == np.float64
+
+
 # --- every step of an evaluation is exact ---------------------------------------------------------
 
 STEP_FORMULAS = [SIGN, "where(x < 0, -1, 1)", "where(x < 1, -1, x)", "where(x > 100, 300, x)", "clamp(x, -5, 300)",

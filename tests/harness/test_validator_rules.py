@@ -42,6 +42,13 @@ def slice1(in_sizes, out_sizes, offsets, sizes, strides) -> Descriptor:
                       {"InputWindowOffsets": list(offsets), "InputWindowSizes": list(sizes), "InputWindowStrides": list(strides)})
 
 
+def pad1(in_sizes, out_sizes, start, end, value_type=1, out="FLOAT32") -> Descriptor:
+    """PADDING1, CONSTANT 0; value_type is PaddingValueDataType's DML_TENSOR_DATA_TYPE value (FLOAT32 = 1)."""
+    return Descriptor("PADDING1", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "OutputTensor": TensorDesc(out, list(out_sizes))},
+                      {"PaddingMode": 0.0, "PaddingValueDataType": float(value_type), "PaddingValue": 0.0,
+                       "StartPadding": list(start), "EndPadding": list(end)})
+
+
 def topk(in_sizes, value_sizes, index_sizes, axis, k) -> Descriptor:
     return Descriptor("TOP_K1", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "OutputValueTensor": TensorDesc("FLOAT32", list(value_sizes)),
                                  "OutputIndexTensor": TensorDesc("UINT32", list(index_sizes))}, {"Axis": float(axis), "K": float(k), "AxisDirection": 1.0})
@@ -84,6 +91,9 @@ CASES = {
     "constraint.value_sizes": (topk([2, 4], [2, 2], [2, 2], 1, 2), "5.0", topk([2, 4], [2, 3], [2, 2], 1, 2), "5.0"),
     "constraint.index_sizes": (topk([2, 4], [1, 4], [1, 4], 0, 1), "5.0", topk([2, 4], [1, 4], [2, 4], 0, 1), "5.0"),
     "constraint.strides_not_zero": (slice1([4], [1], [0], [4], [-3]), "4.1", slice1([4], [1], [0], [4], [0]), "4.1"),
+    # PADDING1: one array per dimension (the shape rule is guarded by it); the union's type (FLOAT16 = 2)
+    "constraint.padding_dimension_count": (pad1([2, 3], [3, 3], [1, 0], [0, 0]), "5.0", pad1([2, 3], [3, 3], [1], [0]), "5.0"),
+    "constraint.padding_value_data_type": (pad1([3], [5], [1], [1]), "5.0", pad1([3], [5], [1], [1], value_type=2), "5.0"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
     "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),

@@ -6,15 +6,18 @@ precision liberty: NaN payloads, signed zeros and fp32 denormals are copied as t
 spec compares bitwise. Mode `strided_window`: per dimension the copy starts at the
 window's offset, or at its last element where the stride is negative, and steps by the stride;
 the output's Sizes say how many elements are taken (the validator has checked that they stay
-within the window).
+within the window). Mode `pad`: the input placed after `start` elements per dimension; around
+it, the padding rule whose spec expression holds (constant, edge, reflection, symmetric), applied
+per dimension (the mirrors fold periodically over earlier padding, as the page's examples show).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names
+from harness.model.facts import attribute_names, tensor_facts
 from harness.reference.families import FamilyResult
+from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
 
 
@@ -27,6 +30,58 @@ def _strided_window(x: np.ndarray, out_shape: list[int], offsets: list[int], siz
     return x[np.ix_(*index)]
 
 
+def _pad_index(count: int, start: int, n: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per output position along one dimension: the input index it copies, and whether it is a
+    padding position (for the constant rule, which writes the value there instead)."""
+    p = np.arange(count) - start
+    inside = (p >= 0) & (p < n)
+    if rule == "edge" or n == 1:  # one element: every mirror and the edge coincide
+        source = np.clip(p, 0, n - 1)
+    elif rule == "reflection":  # ... 2 1 | 0 1 2 | 1 0 ...: period 2(n - 1)
+        r = np.mod(p, 2 * (n - 1))
+        source = np.where(r >= n, 2 * (n - 1) - r, r)
+    elif rule == "symmetric":  # ... 1 0 | 0 1 2 | 2 1 ...: period 2n
+        r = np.mod(p, 2 * n)
+        source = np.where(r >= n, 2 * n - 1 - r, r)
+    else:  # constant: any in-range index; the padding positions are overwritten
+        source = np.clip(p, 0, n - 1)
+    return source, ~inside
+
+
+def _pad(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, out_shape: list[int], out_numpy) -> np.ndarray:
+    family = spec.formula.family
+    assert family is not None
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    rules = [r for r in ("constant", "edge", "reflection", "symmetric") if family.expression(r).evaluate(names, facts)]  # type: ignore[union-attr]
+    rule = rules[0] if rules else "constant"  # no rule in force: the spec's unspecified rules say so
+    start = list(names[family.params["start"]])
+    index, padding = [], np.zeros(out_shape, dtype=bool)
+    for dim, count in enumerate(out_shape):
+        source, pad = _pad_index(count, start[dim], x.shape[dim], rule)
+        index.append(source)
+        shape = [1] * len(out_shape)
+        shape[dim] = count
+        padding |= pad.reshape(shape)
+    result = x[np.ix_(*index)].astype(out_numpy, copy=True)
+    if rule == "constant":
+        with np.errstate(all="ignore"):
+            result[padding] = np.asarray(descriptor.attributes.get(family.params["value"], 0)).astype(out_numpy)
+    return result
+
+
+def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: np.ndarray) -> dict[str, np.ndarray]:
+    """The spec's unspecified rules over the output's values (each output element is an input
+    element or a constant): a rule that reads only attributes covers the whole output."""
+    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+    ctx = formula_context(spec, types, {var: result}, descriptor.attributes)
+    masks = {}
+    for rule in spec.unspecified:
+        hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), result.shape)
+        if hit.any():
+            masks[rule.id] = hit
+    return masks
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
@@ -36,7 +91,13 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     out_desc = descriptor.tensors[out_name]
     assert out_desc is not None
     x = inputs[var]
-    offsets, sizes, strides = (list(names[family.params[k]]) for k in ("offsets", "sizes", "strides"))
-    result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
     out_type = spec.catalog.dtype(out_desc.data_type)
-    return FamilyResult({out_name: np.ascontiguousarray(result).astype(out_type.numpy, copy=False)})
+    if family.params["mode"] == "pad":
+        result = _pad(spec, descriptor, x, list(out_desc.sizes), out_type.numpy)
+    else:
+        offsets, sizes, strides = (list(names[family.params[k]]) for k in ("offsets", "sizes", "strides"))
+        result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
+    result = np.ascontiguousarray(result).astype(out_type.numpy, copy=False)
+    family_result = FamilyResult({out_name: result})
+    family_result.unspecified[out_name] = _unspecified(spec, descriptor, var, result)
+    return family_result

@@ -284,7 +284,7 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, x: np.nda
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
     axes = list(names[family.params["axes"]])
     last_expr = family.expression("last_on_ties")
     last = bool(last_expr.evaluate(names, facts)) if last_expr is not None else False

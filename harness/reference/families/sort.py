@@ -36,7 +36,7 @@ def _top_k(x: np.ndarray, axis: int, k: int, largest: bool) -> tuple[np.ndarray,
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor)
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
     axis, k = int(names[family.params["axis"]]), int(names[family.params["k"]])
     largest_expr = family.expression("largest")
     largest = bool(largest_expr.evaluate(names, facts)) if largest_expr is not None else True
