@@ -37,7 +37,7 @@ def runner_path(stack: Path | None = None) -> Path:
     return Path(stack or default_stack_dir()) / "dmlrunner.exe"
 
 
-def union_bytes(catalog, type_enum: Any, value: Any) -> bytes:
+def union_bytes(catalog: Any, type_enum: Any, value: Any) -> bytes:
     """A DML_SCALAR_UNION's 8 bytes: `value` stored as the data type `type_enum` names (little
     endian, the rest zero); as a UINT64 bit pattern of 0 when the type is unknown (an invalid case)."""
     dtype = next((t for t in catalog.data_types.values() if type_enum is not None and t.enum == int(type_enum)), None)

@@ -78,16 +78,28 @@ def _integers(value: Any, key: str) -> list[int]:
     return [_integer(v, f"{key}[{i}]") for i, v in enumerate(value)]
 
 
-def _number(value: Any, key: str) -> float:
+def _number(value: Any, key: str) -> float | int:
+    """A scalar attribute as a float, or as an int where the float would not hold it exactly (an
+    INT64/UINT64 DML_SCALAR_UNION value beyond 2^53 must replay bit-exact)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CaseFormatError(key, f"expected a number, found {_kind(value)} {short(value)}")
     try:
-        return float(value)
+        return canonical_number(value)
     except OverflowError:  # an integer beyond float64
         raise CaseFormatError(key, f"{short(value)} is beyond any floating-point value") from None
 
 
-def _attribute(value: Any, key: str) -> float | list[int]:
+def canonical_number(value: int | float) -> int | float:
+    """The one form a scalar attribute takes in keys and case ids: a float, unless it is an
+    integer that a float would round (then the int), so a generated -2147483648 and the same value
+    read back from a case file name the same case."""
+    if isinstance(value, float):
+        return value
+    as_float = float(value)
+    return as_float if int(as_float) == value else int(value)
+
+
+def _attribute(value: Any, key: str) -> float | int | list[int]:
     """A scalar attribute (a number) or an array attribute (a list of integers, at most 64)."""
     if isinstance(value, list):
         if len(value) > MAX_ARRAY_ATTRIBUTE:
@@ -181,7 +193,10 @@ class Descriptor:
     def key(self) -> str:
         """A stable text key of the descriptor (for caches and case ids). JSON, not YAML: the key
         is made for every case, and the YAML emitter took about 1 ms of a small case's 2."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        raw = self.to_dict()
+        raw["attributes"] = {k: (canonical_number(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                             for k, v in raw["attributes"].items()}
+        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass

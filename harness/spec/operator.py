@@ -1221,9 +1221,12 @@ def fusable_problem(activation: OperatorSpec) -> str | None:
     return None
 
 
-def resolve_activations(operators: dict[str, OperatorSpec], only: str | None = None) -> None:
+def resolve_activations(operators: dict[str, OperatorSpec], only: str | None = None,
+                        broken: frozenset[str] = frozenset()) -> None:
     """Fill each spec's `activations` from the specs its fused-activation fields name; a name that
-    is not a spec of the directory, or not fusable, is an error at that field's `activations`."""
+    is not a spec of the directory, or not fusable, is an error at that field's `activations`.
+    Names in `broken` (specs that failed to load, reported at their own file) are left out, so one
+    malformed activation spec gives one error, not one more per operator that may fuse it."""
     for spec in operators.values():
         if only is not None and spec.name != only:
             continue
@@ -1233,6 +1236,8 @@ def resolve_activations(operators: dict[str, OperatorSpec], only: str | None = N
             allowed: dict[int, OperatorSpec] = {}
             for position, name in enumerate(f.activations or ()):
                 other = operators.get(name)
+                if other is None and name in broken:
+                    continue
                 problem = (f"{name!r} is not an operator spec of this directory" if other is None
                            else fusable_problem(other))
                 if problem:
@@ -1258,15 +1263,16 @@ def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
         except SpecError as exc:
             errors.append(exc)
     others: dict[str, OperatorSpec] = {}  # what fused activations may name: the directory's specs
+    broken: set[str] = set()
     for path in operator_files(specs_dir):
         try:
             other = build_operator(load_yaml(path), catalog)
             others[other.name] = other
         except SpecError:
-            continue  # reported when that file is linted
+            broken.add(path.stem)  # reported when that file is linted
     for name, spec in built.items():
         try:
-            resolve_activations({**others, name: spec}, only=name)
+            resolve_activations({**others, name: spec}, only=name, broken=frozenset(broken))
         except SpecError as exc:
             errors.append(exc)
     return errors
