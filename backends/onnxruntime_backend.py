@@ -42,6 +42,7 @@ MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
 _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "node": ("op", "inputs"), "bitwise": ("op", "inputs"), "quantize": (),
     "reduce_index": ("op", "inputs", "axes", "select_last_index"),
+    "reduce": ("inputs", "axes", "function", "ops"),
     "slice_window": ("inputs", "offsets", "sizes", "strides"),
     "top_k": ("inputs", "axis", "k", "largest", "values", "indices"),
 }
@@ -58,7 +59,8 @@ def load_mapping(path: Path) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
         needs = _BUILDER_KEYS[entry["builder"]]
-        missing = [k for k in needs if k not in entry or not isinstance(entry[k], list if k == "inputs" else str)]
+        kinds = {"inputs": list, "ops": dict}
+        missing = [k for k in needs if k not in entry or not isinstance(entry[k], kinds.get(k, str))]
         if missing:
             raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
     return dict(src.data)
@@ -173,6 +175,8 @@ class OnnxRuntimeBackend:
             return self._quantize(d, inputs, out_type)
         if entry["builder"] == "reduce_index":
             return self._reduce_index(entry, d, inputs)
+        if entry["builder"] == "reduce":
+            return self._reduce(entry, d, inputs)
         if entry["builder"] == "slice_window":
             return self._slice_window(entry, d, inputs)
         if entry["builder"] == "top_k":
@@ -273,6 +277,31 @@ class OnnxRuntimeBackend:
         if in_type not in _ONNX_TYPES:
             raise _Unsupported(f"ONNX has no {in_type}")
         return spec, x, in_type, attribute_names(spec, d.attributes)
+
+    def _reduce(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """A reduction whose ONNX op the enum field `function` picks (`ops`: member -> ONNX op):
+        ArgMax/ArgMin as reduce_index (first index), the Reduce* ops as one node over the `axes`
+        (an int64 input since opset 18), keepdims, in the input's type."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        field = spec.field(entry["function"])
+        member = next((m for m, v in (field.enum or {}).items() if v == names[entry["function"]]), None)
+        op = entry["ops"].get(member)
+        if op is None:
+            raise _Unsupported(f"no ONNX op for {entry['function']} = {member}")
+        if op in ("ArgMax", "ArgMin"):
+            return self._reduce_index({**entry, "op": op, "select_last_index": "0"}, d, inputs)
+        axes = sorted(set(names[entry["axes"]]))
+        key = (op, in_type, tuple(x.shape), tuple(axes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            out_shape = [1 if i in axes else n for i, n in enumerate(x.shape)]
+            node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=1)
+            graph = helper.make_graph([node], op, [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)],
+                                      initializer=[helper.make_tensor("axes", TensorProto.INT64, [len(axes)], axes)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
 
     def _reduce_index(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """ArgMax/ArgMin over several axes: the reduced axes moved last (ascending) and flattened,

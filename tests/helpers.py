@@ -23,8 +23,9 @@ REFERENCE = NumpyReferenceBackend(SPECS)
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
 _GOLDEN_KEYS = {"operator", "spec", "vectors"}
-_SPEC_KEYS = {"source", "operator_type", "introduced", "in_place_allowed", "fields", "default_attributes", "tables"}
-_SPEC_REQUIRED = _SPEC_KEYS - {"default_attributes"}
+_SPEC_KEYS = {"source", "operator_type", "introduced", "in_place_allowed", "fields", "default_attributes", "tables",
+              "variant_key"}
+_SPEC_REQUIRED = _SPEC_KEYS - {"default_attributes", "variant_key"}
 _VECTOR_KEYS = {"name", "checked", "types", "attributes", "sizes", "tensor_sizes", "feature_level", "inputs", "expected"}
 _VECTOR_REQUIRED = {"name", "checked", "types", "inputs", "expected"}
 
@@ -46,7 +47,7 @@ def load_golden(path: Path) -> dict:
     spec = data["spec"]
     assert isinstance(spec, dict) and _SPEC_REQUIRED <= set(spec) <= _SPEC_KEYS, \
         f"{where}: spec needs {sorted(_SPEC_REQUIRED)} (and may have default_attributes), has {sorted(spec)}"
-    for level, tensors in spec["tables"].items():
+    for variant, level, tensors in golden_tables(spec):
         for tensor, cell in tensors.items():
             assert isinstance(cell, list) and len(cell) == 3, f"{where}: spec.tables.{level}.{tensor}: [kind, [min, max], types]"
     names = set()
@@ -62,6 +63,19 @@ def load_golden(path: Path) -> dict:
                 _numbers(values["bits"] if isinstance(values, dict) and set(values) == {"bits"} else values,
                          f"{at} ({vector['name']}): {section}.{tensor}")
     return data
+
+
+def golden_tables(spec: dict) -> list[tuple[tuple[str, ...] | None, str, dict]]:
+    """(variant, level, {tensor: [kind, [min, max], types]}) for every table of a golden file:
+    `tables` is {level: cells}, or, with a `variant_key`, a list of {variant: [members], tables:
+    {level: cells}} (one item per group of the page's tables)."""
+    if "variant_key" not in spec:
+        return [(None, level, tensors) for level, tensors in spec["tables"].items()]
+    out = []
+    for group in spec["tables"]:
+        assert set(group) == {"variant", "tables"}, f"a variant group is {{variant, tables}}, found {sorted(group)}"
+        out += [(tuple(group["variant"]), level, tensors) for level, tensors in group["tables"].items()]
+    return out
 
 
 def _numbers(values, where: str) -> None:

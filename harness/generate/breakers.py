@@ -17,7 +17,7 @@ from harness.model.layout import element_count, minimum_bytes, packed_strides, t
 from harness.spec.operator import OperatorSpec
 from harness.model.validator import GENERIC_RULES
 from harness.generate.values import random_values
-from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, shape_group
+from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
 from harness.generate.strategies import valid_descriptors
 from harness.generate.expression_breakers import expression_breaker, first_array_values, reachable, rederive
@@ -75,7 +75,7 @@ def _break_enum_value(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descri
 
 
 def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
-    table = spec.table_at(level)
+    table = spec.table_at(level, d.attributes)
     required = [n for n in _present(d) if not table.tensors[n].optional]
     name = draw(st.sampled_from(required))
     d.tensors[name] = None
@@ -85,7 +85,8 @@ def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descripto
 
 def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     catalog = spec.catalog
-    table = spec.table_at(level)
+    table = spec.table_at(level, d.attributes)  # the table of the descriptor's variant group
+    member = member_of(spec, d.attributes)
     names = [n for n in _present(d)]
     current = {n: (t.data_type if t else None) for n, t in d.tensors.items()}
     candidates = []
@@ -95,13 +96,14 @@ def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
                 continue
             trial = dict(current)
             trial[name] = t
-            # tensors tied by an unconditional same-type constraint follow, so that only the table rule breaks
+            # tensors tied by a same-type constraint in force whatever the types follow, so that
+            # only the table rule breaks
             for c in spec.constraints:
-                if c.rule == "same_data_type" and c.when is None and name in c.tensors:
+                if c.rule == "same_data_type" and c.when is None and name in c.tensors and c.applies(trial, names_for(spec, member)):
                     for other in c.tensors:
                         if trial.get(other) is not None:
                             trial[other] = t
-            if broken_type_constraints(spec, trial):
+            if broken_type_constraints(spec, trial, member):
                 continue
             if all(trial[o] in table.tensors[o].types for o in names if trial[o] is not None and trial[o] != current[o]) :
                 continue
@@ -118,7 +120,7 @@ def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 
 def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
-    lo, hi = dim_range(spec, level, [n for n in _present(d)])
+    lo, hi = dim_range(spec, level, [n for n in _present(d)], member_of(spec, d.attributes))
     outside = [n for n in range(1, 10) if not lo <= n <= hi]
     if not outside:
         return None
@@ -151,7 +153,7 @@ def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 
 def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
-    lo, hi = dim_range(spec, level, _present(d))
+    lo, hi = dim_range(spec, level, _present(d), member_of(spec, d.attributes))
     rank = d.tensors[_present(d)[0]].dim_count
     n = rank if lo <= rank <= hi and rank >= 2 else max(lo, 2)  # the same rank keeps array attributes in range
     if n > hi:
@@ -245,7 +247,7 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
             reset_layout(t)
             _drop_aliases(d, name)
             return d, level
-        options = constraint_breaking_assignments(spec, level, constraint_id)
+        options = constraint_breaking_assignments(spec, level, constraint_id, member_of(spec, d.attributes))
         if not options:
             return None
         types = draw(st.sampled_from(options))
@@ -297,10 +299,43 @@ def candidate_rules(spec: OperatorSpec) -> list[str]:
 
 
 def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
-    """Whether a breaker can break `rule` alone at `level` (structural facts only, no drawing)."""
-    table = spec.table_at(level)
-    if rule == "operator.unavailable":
-        return not spec.available_at(level)
+    """Whether a breaker can break `rule` alone at `level` (structural facts only, no drawing):
+    for some member of the variant key, where the tables depend on one."""
+    return bool(reachable_members(spec, level, rule))
+
+
+def reachable_members(spec: OperatorSpec, level: str, rule: str) -> list[str | None]:
+    """The variant key's members from whose descriptors a breaker can break `rule` alone at
+    `level` ([None]: the spec has no variant key and the rule is reachable; []: unreachable)."""
+    if rule == "operator.unavailable":  # the descriptor is drawn at the introduction, where every member has a table
+        return ([None] if spec.variant_key is None else list(spec.variant_members)) if not spec.available_at(level) else []
+    answers: dict[tuple, bool] = {}  # members that no rule tells apart share one answer (one search)
+    out = []
+    for member in spec.members_at(level):
+        key = _member_class(spec, member)
+        if key not in answers:
+            answers[key] = _reachable_for(spec, level, rule, member)
+        if answers[key]:
+            out.append(member)
+    return out
+
+
+def _member_class(spec: OperatorSpec, member: str | None) -> tuple:
+    """What tells a member's descriptors apart for the breakers: its variant group and the value
+    of every rule expression that reads the variant key (a member itself where an expression or
+    shape rule reads the key: its value may matter anywhere)."""
+    key = spec.variant_key
+    if key is None or member is None:
+        return (member,)
+    readers = [c for c in spec.constraints if any(key in e.names() for e in (c.check, c.sizes, c.guard) if e is not None)]
+    if any(not c.is_type_rule for c in readers):
+        return (member,)
+    names = names_for(spec, member)
+    return (spec.group_of(member),) + tuple(bool(c.guard.evaluate(names, {})) for c in readers if c.guard is not None)
+
+
+def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None) -> bool:
+    table = spec.table_for(level, member)
     if table is None:
         return False
     if rule == "tensor.missing":
@@ -308,10 +343,10 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
     if rule == "attribute.enum_value":
         return any(f.enum for f in spec.attribute_fields)
     if rule == "tensor.dimension_count":
-        lo, hi = dim_range(spec, level, list(table.tensors))
+        lo, hi = dim_range(spec, level, list(table.tensors), member)
         return lo > 1 or hi < 9
     if rule == "tensor.too_many_elements":
-        return dim_range(spec, level, list(table.tensors))[1] >= 2
+        return dim_range(spec, level, list(table.tensors), member)[1] >= 2
     if rule == "in_place.not_allowed":
         allowed = set(spec.in_place_pairs)
         return any((o.name, i.name) not in allowed for o in spec.output_fields for i in spec.input_fields)
@@ -322,8 +357,8 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
     if rule.startswith("constraint."):
         c = next(c for c in spec.constraints if c.rule_id == rule)
         if c.rule in ("expression", "shape"):
-            return reachable(spec, level, rule)
-        return c.rule == "same_shape" or bool(constraint_breaking_assignments(spec, level, c.id))
+            return reachable(spec, level, rule, member)
+        return c.rule == "same_shape" or bool(constraint_breaking_assignments(spec, level, c.id, member))
     return True
 
 
@@ -332,7 +367,10 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
                   config: GenConfig = DEFAULT_CONFIG) -> Case:
     """A case that breaks exactly `rule` at `level` (the device level); carries the rule id."""
     base_level = spec.introduced if rule == "operator.unavailable" else level
-    descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config)))
+    members = None
+    if spec.variant_key is not None:  # start from a member whose table lets the rule break alone
+        members = tuple(m for m in reachable_members(spec, level, rule) if m is not None)
+    descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config, members=members)))
     result = breaker_for(rule)(draw, spec, level, descriptor)
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
+from harness.model.facts import attribute_names, tensor_facts
+from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
 from harness.model.layout import packed_strides, total_bytes
@@ -106,11 +108,56 @@ def _replace_undefined(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
                 views[tensor][...] = current
 
 
+def limited_values(values: np.ndarray, dtype: DataType, bits: int) -> np.ndarray:
+    """`values` brought within a limit (generation.limits): integers to |x| <= 2^bits (values
+    outside are folded in, modulo 2^(bits+1) + 1, so small values stay as they were); finite
+    non-zero floats to |x| in [2^-bits, 2^bits) by clipping their binary exponent, sign and
+    mantissa kept (bits 0: [0.5, 1)); zeros, infinities and NaN stay."""
+    bits = max(int(bits), 0)
+    if dtype.is_float:
+        with np.errstate(invalid="ignore"):
+            wide = values.astype(np.float64)
+            mantissa, exponent = np.frexp(wide)  # wide = mantissa * 2^exponent, |mantissa| in [0.5, 1)
+            clipped = np.ldexp(mantissa, np.minimum(np.maximum(exponent, 1 - bits), bits))
+        keep = ~np.isfinite(wide) | (wide == 0)
+        return np.where(keep, values, clipped.astype(dtype.numpy))
+    width = dtype.bits - (1 if dtype.kind == "signed" else 0)
+    if bits >= width:
+        return values
+    m = 1 << bits
+    wide_int = values.astype(object)
+    if dtype.kind == "signed":
+        folded = np.array([v if -m <= v <= m else (v + m) % (2 * m + 1) - m for v in wide_int.reshape(-1)], dtype=object)
+    else:
+        folded = np.array([v if v <= m else v % (m + 1) for v in wide_int.reshape(-1)], dtype=object)
+    return folded.reshape(values.shape).astype(dtype.numpy)
+
+
+def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
+    """Bring the inputs within the spec's generation.limits, in place (logical elements only)."""
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    for limit in spec.limits:
+        desc = descriptor.tensors.get(limit.tensor)
+        if desc is None or limit.tensor not in views:
+            continue
+        if limit.applies_to is not None and desc.data_type not in limit.applies_to:
+            continue
+        if limit.when is not None and not limit.when.evaluate(names, facts):
+            continue
+        bits = limit.bits.evaluate(names, facts)
+        if isinstance(bits, bool) or not isinstance(bits, int):
+            continue  # the expression has no value for this descriptor
+        dtype = spec.catalog.dtype(desc.data_type)
+        if dtype.has_numpy:
+            views[limit.tensor][...] = limited_values(np.array(views[limit.tensor]), dtype, bits)
+
+
 def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
                      config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
     """`count` sets of whole input buffers for one descriptor: every physical element (padding
     included) drawn from the value pools, then the spec's favoured values written over a fraction
-    of the logical elements, then values the spec marks as undefined behaviour replaced.
+    of the logical elements, then the spec's limits applied, then values the spec marks as
+    undefined behaviour replaced.
 
     All sets are made at once: every tensor gets a leading batch axis, and since every step is
     elementwise, a batch costs about as much as one set."""
@@ -118,6 +165,8 @@ def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, coun
     raw, views = _allocate(spec, descriptor, count, rng)
     if spec.favour and spec.formula.operands == "value":
         _write_favoured(spec, descriptor, views, rng, config)
+    if spec.limits:
+        _apply_limits(spec, descriptor, views)
     if avoid_undefined:
         _replace_undefined(spec, descriptor, views)
     return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]

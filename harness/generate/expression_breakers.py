@@ -170,18 +170,19 @@ def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
-    """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level`."""
-    plan = coverage_plan(spec, level)
+def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = None) -> bool:
+    """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level` (of
+    the variant key's `member`, where the tables depend on one)."""
+    plan = coverage_plan(spec, level, member=member)
     if not plan:
         return False
-    types, dims = plan[-1]
+    types, dims, _ = plan[-1]
     tensors: dict[str, TensorDesc | None] = {}
     derived = {c.tensors[0] for c in spec.shape_rules}
     for f in spec.tensor_fields:
         t = types[f.name]
         tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
-    d = Descriptor(spec.name, tensors, dict(spec.default_attributes()))
+    d = Descriptor(spec.name, tensors, {**spec.default_attributes(), **spec.variant_attributes(member)})
     d.attributes.update(first_array_values(spec, d))
     if derived and not rederive(spec, d):
         return False

@@ -16,7 +16,7 @@ from harness.model.facts import attribute_names, tensor_facts
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
-from harness.generate.types import coverage_plan, dim_range, shape_group
+from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_strategy, layout_tags, sizes_strategy
 from harness.generate.data import make_input_batch, make_inputs
 
@@ -66,6 +66,22 @@ def _struct_values(draw: st.DrawFn, spec: OperatorSpec) -> dict[str, float]:
     return out
 
 
+def _draw_cell(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None,
+               members: tuple[str, ...] | None) -> PlanCell:
+    """A cell of the coverage plan. With a variant key, the member first (evenly among those
+    whose table allows `data_type`, and among `members` when given), then a cell of its table:
+    a member with a small table is drawn as often as one with a large table."""
+    if spec.variant_key is None:
+        plan = coverage_plan(spec, level, data_type)
+    else:
+        candidates = [m for m in spec.members_at(level) if (members is None or m in members)
+                      and coverage_plan(spec, level, data_type, m)]
+        plan = coverage_plan(spec, level, data_type, uniform(draw, candidates)) if candidates else []
+    if not plan:
+        raise ValueError(f"{spec.name} has no valid type assignment at FL {level} with {data_type}")
+    return uniform(draw, plan)
+
+
 @st.composite
 def _fused_values(draw: st.DrawFn, spec: OperatorSpec, level: str) -> dict[str, float]:
     """Each fused-activation field: a null pointer a third of the time, else one of the allowed
@@ -112,22 +128,21 @@ def _union_values(draw: st.DrawFn, spec: OperatorSpec, attributes: dict[str, Any
 
 @st.composite
 def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
-                      config: GenConfig = DEFAULT_CONFIG,
-                      cell: tuple[dict[str, str | None], int] | None = None) -> Descriptor:
+                      config: GenConfig = DEFAULT_CONFIG, cell: PlanCell | None = None,
+                      members: tuple[str, ...] | None = None) -> Descriptor:
     """A descriptor valid for `spec` at `level`; `data_type` fixes the primary input's type and
-    `cell` (from coverage_plan) fixes every tensor's type and the dimension count."""
+    `cell` (from coverage_plan) fixes every tensor's type, the dimension count and the variant
+    key's member; `members` limits the members drawn (breakers that only some can break)."""
     catalog = spec.catalog
     if cell is None:
-        plan = coverage_plan(spec, level, data_type)
-        if not plan:
-            raise ValueError(f"{spec.name} has no valid type assignment at FL {level} with {data_type}")
-        cell = uniform(draw, plan)  # type: ignore[assignment]
-    types, dim_count = cell  # type: ignore[misc]
+        cell = _draw_cell(draw, spec, level, data_type, members)
+    types, dim_count, member = PlanCell(*cell)
     group = shape_group(spec)
     derived = {c.tensors[0] for c in spec.shape_rules}
     if derived and not group:  # index-space operators: the free tensors take the cell's dimension count
         group = {f.name for f in spec.tensor_fields if f.name not in derived}
     attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
+    attributes.update(spec.variant_attributes(member))  # the member the cell's table is for
     attributes.update(draw(_struct_values(spec)))
     attributes.update(draw(_fused_values(spec, level)))
     shared_sizes = draw(sizes_strategy(dim_count, config))
@@ -137,7 +152,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         if t is None or f.name in derived:
             tensors[f.name] = None
             continue
-        sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name]))), config))
+        sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name], member))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes))))
     for f in spec.tensor_fields:  # derived Sizes, from the free tensors and the attributes (spec order)

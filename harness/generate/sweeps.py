@@ -7,6 +7,10 @@ attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and 
 The output takes every type the table and the constraints allow next to the swept input type:
 the input's own type where the constraints tie the output to it, every allowed output type where
 they do not (a conversion: one sweep per pair, id `OP-FL6.4-FLOAT16-to-INT8`).
+
+Where the support tables depend on an enum attribute (a `variant_key`), each variant group is
+swept on its own table, with the key set to one member of the group (its default where the
+group holds the default, else the group's first member): id `OP-FL6.4-FLOAT16-MEMBER`.
 """
 from __future__ import annotations
 
@@ -30,12 +34,14 @@ class Sweep:
     level: str
     chunk: int = 0  # for chunked fp32 sweeps
     output_type: str | None = None  # None: the input's type
+    member: str | None = None  # the variant key's member (its group's table), None without a variant key
 
     @property
     def id(self) -> str:
         suffix = f"-chunk{self.chunk}" if self.data_type == "FLOAT32" else ""
         to = f"-to-{self.output_type}" if self.output_type not in (None, self.data_type) else ""
-        return f"{self.operator}-FL{self.level}-{self.data_type}{to}{suffix}"
+        variant = f"-{self.member}" if self.member is not None else ""
+        return f"{self.operator}-FL{self.level}-{self.data_type}{to}{variant}{suffix}"
 
 
 def is_unary(spec: OperatorSpec) -> bool:
@@ -45,8 +51,21 @@ def is_unary(spec: OperatorSpec) -> bool:
     return len(spec.formula.inputs) == 1 and len(spec.input_fields) == 1 and spec.formula.family is None
 
 
-def _shape_for(spec: OperatorSpec, level: str, count: int) -> list[int]:
-    table = spec.table_at(level)
+def group_members(spec: OperatorSpec, level: str) -> list[str | None]:
+    """One member per variant group with a table at `level` (the key's default where the group
+    holds it, else its first member); [None] without a variant key."""
+    if spec.variant_key is None:
+        return [None] if spec.has_table_at(level) else []
+    default = spec.variant_member({})
+    out = []
+    for table in spec.tables_at(level):
+        assert table.variant is not None
+        out.append(default if default in table.variant else table.variant[0])
+    return out
+
+
+def _shape_for(spec: OperatorSpec, level: str, count: int, member: str | None = None) -> list[int]:
+    table = spec.table_for(level, member)
     assert table is not None
     lo = max(cell.dims[0] for cell in table.tensors.values())
     return [1] * (lo - 1) + [count]
@@ -57,29 +76,37 @@ def sweeps(specs: SpecSet, operators: list[str] | None = None, level: str | None
     """Every (unary operator, 8/16-bit input type, output type) the level's table and the
     constraints allow (the output type: see the module docstring)."""
     level = level or specs.catalog.newest_level.name
-    enum = lambda n: specs.catalog.dtype(n).enum  # noqa: E731
     out = []
     for spec in specs.operators.values():
         if operators and spec.name not in operators:
             continue
-        table = spec.table_at(level)
-        if table is None or not is_unary(spec):
+        if not is_unary(spec):
             continue
-        source, target = spec.input_fields[0].name, spec.formula.output
-        pairs: dict[str, set[str]] = {}
-        for types in valid_type_assignments(spec, level):
-            if types[source] is not None and types[target] is not None:
-                pairs.setdefault(types[source], set()).add(types[target])
-        for name in sorted(pairs, key=enum):
-            dtype = specs.catalog.dtype(name)
-            outputs = sorted(pairs[name], key=lambda t: (t != name, enum(t)))  # the input's own type first
-            outputs = [t for t in outputs if specs.catalog.dtype(t).has_numpy]
-            if dtype.bits in (8, 16) and dtype.has_numpy:
-                out.extend(Sweep(spec.name, name, level, output_type=None if t == name else t) for t in outputs)
-            elif name == "FLOAT32" and include_fp32:
-                for t in outputs:
-                    for chunk in fp32_chunks if fp32_chunks is not None else range((1 << 32) // FP32_CHUNK):
-                        out.append(Sweep(spec.name, name, level, chunk, None if t == name else t))
+        for member in group_members(spec, level):
+            out.extend(_sweeps_of(specs, spec, level, member, include_fp32, fp32_chunks))
+    return out
+
+
+def _sweeps_of(specs: SpecSet, spec: OperatorSpec, level: str, member: str | None, include_fp32: bool,
+               fp32_chunks: list[int] | None) -> list[Sweep]:
+    """The sweeps of one table (one variant group's, with the key at `member`)."""
+    enum = lambda n: specs.catalog.dtype(n).enum  # noqa: E731
+    source, target = spec.input_fields[0].name, spec.formula.output
+    pairs: dict[str, set[str]] = {}
+    for types in valid_type_assignments(spec, level, member):
+        if types[source] is not None and types[target] is not None:
+            pairs.setdefault(types[source], set()).add(types[target])
+    out = []
+    for name in sorted(pairs, key=enum):
+        dtype = specs.catalog.dtype(name)
+        outputs = sorted(pairs[name], key=lambda t: (t != name, enum(t)))  # the input's own type first
+        outputs = [t for t in outputs if specs.catalog.dtype(t).has_numpy]
+        if dtype.bits in (8, 16) and dtype.has_numpy:
+            out.extend(Sweep(spec.name, name, level, output_type=None if t == name else t, member=member) for t in outputs)
+        elif name == "FLOAT32" and include_fp32:
+            for t in outputs:
+                for chunk in fp32_chunks if fp32_chunks is not None else range((1 << 32) // FP32_CHUNK):
+                    out.append(Sweep(spec.name, name, level, chunk, None if t == name else t, member))
     return out
 
 
@@ -94,11 +121,11 @@ def sweep_values(specs: SpecSet, sweep: Sweep) -> np.ndarray:
 def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
     spec = specs.operator(sweep.operator)
     values = sweep_values(specs, sweep)
-    sizes = _shape_for(spec, sweep.level, len(values))
+    sizes = _shape_for(spec, sweep.level, len(values), sweep.member)
     types = {f.name: sweep.data_type for f in spec.tensor_fields}
     if sweep.output_type is not None:
         types[spec.formula.output] = sweep.output_type
     case = case_from_arrays(spec, sweep.level, types, {spec.input_fields[0].name: values.reshape(sizes)}, sizes=sizes,
-                            origin=f"sweep:{sweep.id}")
+                            attributes=spec.variant_attributes(sweep.member) or None, origin=f"sweep:{sweep.id}")
     case.tags = ["exhaustive"]
     return case

@@ -1,38 +1,75 @@
 """Type assignments and the coverage plan: which data types each tensor takes at a level, as
 the support table and every constraint (conditional ones included) allow, and the cells to cover.
+
+Where the support tables depend on an enum attribute (the spec's `variant_key`), everything here
+is per member of that enum: generation picks the member first, then the types its group's table
+and the constraints (whose `when` may read the member) allow. `member` None is the one series of
+tables of a spec without a variant key.
 """
 from __future__ import annotations
 
 import itertools
 from functools import lru_cache
+from typing import Any, NamedTuple
 
-
+from harness.model.facts import attribute_names
 from harness.spec.operator import OperatorSpec
 
 
+class PlanCell(NamedTuple):
+    """One cell of the coverage plan: every tensor's type (None: an absent optional tensor), the
+    dimension count, and the variant key's member it is drawn for (None without a variant key)."""
 
-def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None]) -> set[str]:
+    types: dict[str, str | None]
+    dim_count: int
+    member: str | None = None
+
+
+def _names(spec: OperatorSpec, member: str | None) -> dict[str, Any] | None:
+    """What a variant guard reads for `member` (None: the spec has no variant key)."""
+    return attribute_names(spec, spec.variant_attributes(member)) if spec.variant_key is not None else None
+
+
+def names_for(spec: OperatorSpec, member: str | None) -> dict[str, Any] | None:
+    """The attributes by name that select `member` (what a type rule's variant guard reads)."""
+    return _names(spec, member)
+
+
+def member_of(spec: OperatorSpec, attributes: dict[str, Any] | None) -> str | None:
+    """The variant key's member these attributes hold (None without a variant key)."""
+    return spec.variant_member(attributes or {}) if spec.variant_key is not None else None
+
+
+def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None], member: str | None = None) -> set[str]:
     """Ids of the data-type constraints that a type assignment breaks (None = absent tensor)."""
-    return {c.id for c in spec.constraints if c.type_offenders(types)}
+    names = _names(spec, member)
+    return {c.id for c in spec.constraints if c.type_offenders(types, names)}
+
+
+def _table(spec: OperatorSpec, level: str, member: str | None):
+    table = spec.table_for(level, member)
+    assert table is not None, f"{spec.name} has no table at FL {level} for {member}"
+    return table
 
 
 @lru_cache(maxsize=None)
-def _type_space(spec: OperatorSpec, level: str) -> tuple[tuple[tuple[str, str | None], ...], ...]:
-    table = spec.table_at(level)
-    assert table is not None
+def _type_space(spec: OperatorSpec, level: str, member: str | None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
     choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
     return tuple(tuple(zip(names, combo)) for combo in itertools.product(*choices))
 
 
-def valid_type_assignments(spec: OperatorSpec, level: str) -> list[dict[str, str | None]]:
-    """Every per-tensor type choice (absent optional tensors included) the level's table and constraints allow."""
-    return [dict(c) for c in _type_space(spec, level) if not broken_type_constraints(spec, dict(c))]
+def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = None) -> list[dict[str, str | None]]:
+    """Every per-tensor type choice (absent optional tensors included) the level's table (of
+    `member`'s variant group) and the constraints allow."""
+    return [dict(c) for c in _type_space(spec, level, member) if not broken_type_constraints(spec, dict(c), member)]
 
 
-def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str) -> list[dict[str, str | None]]:
+def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str,
+                                    member: str | None = None) -> list[dict[str, str | None]]:
     """Type choices inside the table that break exactly one constraint, `constraint_id`."""
-    return [dict(c) for c in _type_space(spec, level) if broken_type_constraints(spec, dict(c)) == {constraint_id}]
+    return [dict(c) for c in _type_space(spec, level, member) if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
 
 
 def primary_input(spec: OperatorSpec) -> str:
@@ -49,9 +86,8 @@ def shape_group(spec: OperatorSpec) -> set[str]:
     return group
 
 
-def dim_range(spec: OperatorSpec, level: str, tensors: list[str]) -> tuple[int, int]:
-    table = spec.table_at(level)
-    assert table is not None
+def dim_range(spec: OperatorSpec, level: str, tensors: list[str], member: str | None = None) -> tuple[int, int]:
+    table = _table(spec, level, member)
     lo = max(table.tensors[t].dims[0] for t in tensors)
     hi = min(table.tensors[t].dims[1] for t in tensors)
     return lo, hi
@@ -61,33 +97,37 @@ def dim_range(spec: OperatorSpec, level: str, tensors: list[str]) -> tuple[int, 
 
 
 @lru_cache(maxsize=None)
-def _coverage_plan(spec: OperatorSpec, level: str, data_type: str | None) -> tuple:
-    return tuple(_build_plan(spec, level, data_type))
+def _coverage_plan(spec: OperatorSpec, level: str, data_type: str | None, member: str | None) -> tuple:
+    return tuple(_build_plan(spec, level, data_type, member))
 
 
-def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None) -> list[tuple[dict[str, str | None], int]]:
-    """(type assignment, dimension count) pairs that together reach every cell of the table at `level`."""
-    return list(_coverage_plan(spec, level, data_type))
+def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None, member: str | None = None,
+                  ) -> list[PlanCell]:
+    """Cells (type assignment, dimension count, member) that together reach every cell of the
+    table at `level`; for a spec with a variant key, of every member's table (or `member`'s)."""
+    if spec.variant_key is not None and member is None:
+        return [cell for m in spec.members_at(level) for cell in _coverage_plan(spec, level, data_type, m)]
+    return list(_coverage_plan(spec, level, data_type, member))
 
 
-def _build_plan(spec: OperatorSpec, level: str, data_type: str | None) -> list[tuple[dict[str, str | None], int]]:
+def _build_plan(spec: OperatorSpec, level: str, data_type: str | None, member: str | None) -> list[PlanCell]:
     plan = []
     group = shape_group(spec)
-    for types in valid_type_assignments(spec, level):
+    for types in valid_type_assignments(spec, level, member):
         if data_type is not None and types[primary_input(spec)] != data_type:
             continue
         present = [n for n, t in types.items() if t is not None]
-        lo, hi = dim_range(spec, level, [n for n in present if n in group] or present)
-        plan.extend((types, n) for n in range(lo, hi + 1))
+        lo, hi = dim_range(spec, level, [n for n in present if n in group] or present, member)
+        plan.extend(PlanCell(types, n, member) for n in range(lo, hi + 1))
     return plan
 
 
-def table_cells(spec: OperatorSpec) -> set[tuple[str, str, str, str, int]]:
-    """Every (operator, table level, tensor, data type, dimension count) cell of every table."""
+def table_cells(spec: OperatorSpec) -> set[tuple]:
+    """Every (operator, table level, tensor, data type, dimension count, variant) cell of every table."""
     cells = set()
     for table in spec.support:
         for tensor, cell in table.tensors.items():
             for t in cell.types:
                 for n in cell.dim_counts():
-                    cells.add((spec.name, table.level, tensor, t, n))
+                    cells.add((spec.name, table.level, tensor, t, n, table.variant))
     return cells

@@ -2,10 +2,11 @@
 whether it still reproduces (a probe that no longer diverges makes the expectation stale)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from harness.model.descriptor import Case
+    from harness.model.descriptor import Case, Descriptor
+    from harness.spec.operator import OperatorSpec
     from harness.reference.evaluate import Expected
     from harness.spec.operator import SpecSet
 
@@ -47,12 +48,17 @@ class ExpectationSet:
 
     def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
                        data_type: str | None = None, attributes: dict | None = None,
-                       tensor_types: tuple[str, ...] | None = None) -> Expectation | None:
+                       tensor_types: tuple[str, ...] | None = None,
+                       descriptor_holds: Callable[[ShapeExpr], bool] | None = None) -> Expectation | None:
         """The expectation that explains a whole-case outcome (a crash, a wrong rejection), if one
         does; one that names data_types explains cases of those (primary input) types only, one
-        that names tensor_types cases where some tensor (input or output) has one of them."""
+        that names tensor_types cases where some tensor (input or output) has one of them, one
+        with a descriptor_when the cases whose descriptor it holds for (`descriptor_holds`
+        evaluates it; without one such an entry explains nothing)."""
         for item in self.items:
             if item.status == "mismatch" or item.operator != operator:
+                continue
+            if item.descriptor_when is not None and (descriptor_holds is None or not descriptor_holds(item.descriptor_when)):
                 continue
             if item.data_types and data_type is not None and data_type not in item.data_types:
                 continue
@@ -97,9 +103,16 @@ def _parse_descriptor_when(text: str) -> ShapeExpr:
 
 
 def _holds(expr: ShapeExpr, expected: "Expected") -> bool:
+    return descriptor_holds(expr, expected.spec, expected.case.descriptor)
+
+
+def descriptor_holds(expr: ShapeExpr, spec: "OperatorSpec", descriptor: "Descriptor") -> bool:
+    """Whether an expectation's descriptor_when holds for `descriptor` of operator `spec`."""
     from harness.model.facts import attribute_names, tensor_facts
-    d = expected.case.descriptor
-    return bool(expr.evaluate(attribute_names(expected.spec, d.attributes), tensor_facts(d, expected.spec.catalog)))
+    try:
+        return bool(expr.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)))
+    except FormulaError:  # an expression that does not fit this descriptor does not explain it
+        return False
 
 
 def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:

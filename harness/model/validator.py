@@ -104,6 +104,23 @@ def _malformed(desc: TensorDesc | None) -> bool:
     return desc is not None and (0 in desc.sizes or len(desc.sizes) != desc.dim_count)
 
 
+def bad_enum_fields(spec: OperatorSpec, descriptor: Descriptor) -> set[str]:
+    """The enum attribute fields whose value is no member of their enum (attribute.enum_value)."""
+    out = set()
+    for f in spec.attribute_fields:
+        if f.enum is not None:
+            value = descriptor.attributes.get(f.name, f.default)
+            if value is not None and value not in f.enum.values():
+                out.add(f.name)
+    return out
+
+
+def _reads_bad_enum(c, bad: set[str]) -> bool:
+    """A rule whose expressions read an enum field holding no member is not in force:
+    attribute.enum_value reports the cause (no member, no variant table, no guard to decide)."""
+    return bool(bad) and any(bad & e.names() for e in (c.check, c.sizes, c.guard) if e is not None)
+
+
 def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Violation]:
     """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
     what is not there (an absent tensor, an index past a list's end) is not in force: another rule
@@ -166,33 +183,39 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
                 out.append(Violation("fused_activation.unavailable", None, f"{f.name} names {activation.name}, introduced at "
                                                                            f"FL {activation.introduced}; device is FL {level}"))
 
-    table = spec.table_at(level)
-    if table is None:
+    if not spec.has_table_at(level):
         out.append(Violation("operator.unavailable", None, f"{spec.name} is introduced at FL {spec.introduced}, device is FL {level}"))
+    # the table in force; none where the variant key holds no member (attribute.enum_value says so)
+    table = spec.table_at(level, descriptor.attributes)
+    where = "" if table is None else f"table FL {table.level}" + (
+        f" for {spec.variant_key} in {', '.join(table.variant)}" if table.variant else "")
 
     for f in spec.tensor_fields:
         desc = descriptor.tensors.get(f.name)
         cell = table.tensors[f.name] if table else None
         if desc is None:
             if cell is not None and not cell.optional:
-                out.append(Violation("tensor.missing", f.name, f"{f.name} is required at FL {level} (table FL {table.level})"))
+                out.append(Violation("tensor.missing", f.name, f"{f.name} is required at FL {level} ({where})"))
             continue
         if cell is not None:
             if desc.data_type not in cell.types:
-                out.append(Violation("tensor.data_type", f.name, f"{desc.data_type} not in {', '.join(cell.types)} at FL {level} (table FL {table.level})"))
+                out.append(Violation("tensor.data_type", f.name, f"{desc.data_type} not in {', '.join(cell.types)} at FL {level} ({where})"))
             lo, hi = cell.dims
             if not lo <= desc.dim_count <= hi:
-                out.append(Violation("tensor.dimension_count", f.name, f"DimensionCount {desc.dim_count} outside {lo}..{hi} at FL {level} (table FL {table.level})"))
+                out.append(Violation("tensor.dimension_count", f.name, f"DimensionCount {desc.dim_count} outside {lo}..{hi} at FL {level} ({where})"))
         elif desc.data_type not in catalog.data_types:
             out.append(Violation("tensor.data_type", f.name, f"unknown data type {desc.data_type}"))
         _tensor_rules(f.name, desc, catalog, f.role == "output", out)
 
     present_types = {n: (t.data_type if t is not None else None) for n, t in descriptor.tensors.items()}
+    guarded = any(c.guard is not None and c.is_type_rule for c in spec.constraints)
+    names = attribute_names(spec, descriptor.attributes) if guarded else None  # what a variant guard reads
+    bad = bad_enum_fields(spec, descriptor)
     for c in spec.constraints:
-        if not c.applies(present_types):
+        if c.rule in ("expression", "shape") or _reads_bad_enum(c, bad) or not c.applies(present_types, names):
             continue
         present = [(n, descriptor.tensors.get(n)) for n in c.tensors if descriptor.tensors.get(n) is not None]
-        offenders = c.type_offenders(present_types)
+        offenders = c.type_offenders(present_types, names)
         if c.rule == "same_data_type" and offenders:
             out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.data_type}" for n, t in present)))
         elif c.rule == "same_shape":

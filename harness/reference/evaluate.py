@@ -409,6 +409,9 @@ class FamilyExpected(Expected):
         return None
 
     def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The plug-in's legal alternatives (equal values), then its error bound: a float result
+        within the bound of the exact value, or anything where the bound is infinite (liberty
+        `rounding`: the order and the rounding of the steps)."""
         from harness.spec.arithmetic import liberty_bit
         accepted = np.zeros(flat_index.shape, dtype=bool)
         tags = np.zeros(flat_index.shape, dtype=np.uint16)
@@ -416,6 +419,14 @@ class FamilyExpected(Expected):
             hit = ~accepted & (values.reshape(-1)[flat_index] == np.asarray(actual))
             accepted |= hit
             tags[hit] |= liberty_bit(liberty)
+        if name in self.family.bounds:
+            exact, bound = (a.reshape(-1)[flat_index] for a in self.family.bounds[name])
+            with np.errstate(invalid="ignore", over="ignore"):
+                got = np.asarray(actual).astype(np.float64)
+                within = np.isinf(bound) | (np.isfinite(exact) & np.isfinite(got) & (np.abs(got - exact) <= bound))
+            hit = ~accepted & within
+            accepted |= hit
+            tags[hit] |= liberty_bit("rounding")
         return accepted, tags
 
     def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:

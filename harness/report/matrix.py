@@ -63,7 +63,7 @@ def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
             for op in sorted(specs.operators):
                 spec = specs.operator(op)
                 types = set()
-                if spec.table_at(level) is not None:
+                if spec.has_table_at(level):
                     types = {plan[0][primary_input(spec)] for plan in coverage_plan(spec, level)}
                 types |= {k[3] for k in counts if k[:3] == (backend, op, level) and k[3] != "?"}
                 for t in sorted(types, key=lambda n: specs.catalog.dtype(n).enum if n in specs.catalog.data_types else 99):  # invalid column last

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.generate.types import primary_input
 from harness.judge.diff import DiffResult, judge
-from harness.judge.expectations import ExpectationSet
+from harness.judge.expectations import ExpectationSet, descriptor_holds
 from harness.judge.status import FAILURES, Status
 from harness.model.backend import Backend, Capabilities, Crashed, RunResult
 from harness.model.descriptor import Case
@@ -108,7 +108,8 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
     elif expectations is not None and status in FAILURES:
         explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary, data_type,
                                                 case.descriptor.attributes,
-                                                tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None))
+                                                tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None),
+                                                lambda expr: descriptor_holds(expr, spec, case.descriptor))
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     case_file = None

@@ -369,7 +369,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for backend in config.dml_names:
             for level, skip in _levels_for(config, backend):
                 for spec in _operators(config):
-                    if spec.table_at(level) is None:
+                    if not spec.has_table_at(level):
                         continue
                     types = sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)},
                                    key=lambda t: specs.catalog.dtype(t).enum)
@@ -383,7 +383,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for backend in config.dml_names:
             for level, skip in _levels_for(config, backend):
                 for spec in _operators(config):
-                    if spec.table_at(level) is None and not rule_reachable(spec, level, "operator.unavailable"):
+                    if not spec.has_table_at(level) and not rule_reachable(spec, level, "operator.unavailable"):
                         continue
                     for rule in candidate_rules(spec):
                         if rule_reachable(spec, level, rule):

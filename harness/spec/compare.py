@@ -46,42 +46,90 @@ def _levels(a: OperatorSpec | None, b: OperatorSpec | None) -> list[str]:
     return sorted(levels, key=catalog.level_order)
 
 
+def _members(spec: OperatorSpec) -> list[str | None]:
+    """One entry per table series: each member of the variant key ([None] without one)."""
+    return list(spec.variant_members) if spec.variant_key is not None else [None]
+
+
+def _levels_of(spec: OperatorSpec, member: str | None) -> set[str]:
+    """The levels of the tables of `member`'s series (None: a spec without a variant key)."""
+    if member is None:
+        return {t.level for t in spec.support} if spec.variant_key is None else set()
+    return {t.level for t in spec.support if t.variant and member in t.variant}
+
+
+def _table(spec: OperatorSpec, level: str, member: str | None):
+    if member is None or spec.variant_key is None:
+        return spec.table_at(level, {}) if spec.variant_key is None else None
+    return spec.table_at(level, spec.variant_attributes(member)) if member in spec.variant_members else None
+
+
+def _table_changes(a: OperatorSpec, b: OperatorSpec) -> list[str]:
+    """Per level (and per member of the variant key, where the tables depend on one): tables added
+    or removed, and each cell's types, dimension counts and kind."""
+    out = []
+    if a.variant_key != b.variant_key:
+        out.append(f"variant key: {a.variant_key} -> {b.variant_key}")
+    members = list(dict.fromkeys(_members(a) + _members(b)))
+    for member in members:
+        where = f" {a.variant_key or b.variant_key}={member}" if member is not None else ""
+        old_levels, new_levels = _levels_of(a, member), _levels_of(b, member)
+        for level in sorted(new_levels - old_levels, key=b.catalog.level_order):
+            out.append(f"FL {level}{where}: table added")
+        for level in sorted(old_levels - new_levels, key=a.catalog.level_order):
+            out.append(f"FL {level}{where}: table removed")
+        for level in _levels(a, b):
+            ta, tb = _table(a, level, member), _table(b, level, member)
+            if ta is not None and tb is not None:
+                out += _cell_changes(f"FL {level}{where}", ta, tb)
+    return out
+
+
+def _cell_changes(label: str, ta, tb) -> list[str]:
+    out = []
+    for tensor in sorted(set(ta.tensors) | set(tb.tensors)):
+        ca, cb = ta.tensors.get(tensor), tb.tensors.get(tensor)
+        if ca is None or cb is None:
+            out.append(f"{label} {tensor}: tensor {'added' if ca is None else 'removed'}")
+            continue
+        added, removed = sorted(set(cb.types) - set(ca.types)), sorted(set(ca.types) - set(cb.types))
+        if added:
+            out.append(f"{label} {tensor}: data types added {', '.join(added)}")
+        if removed:
+            out.append(f"{label} {tensor}: data types removed {', '.join(removed)}")
+        if ca.dims != cb.dims:
+            out.append(f"{label} {tensor}: dimension counts {ca.dims[0]}..{ca.dims[1]} -> {cb.dims[0]}..{cb.dims[1]}")
+        if ca.kind != cb.kind:
+            out.append(f"{label} {tensor}: kind {ca.kind} -> {cb.kind}")
+    return out
+
+
+def _bounds(spec: OperatorSpec) -> dict[str, str]:
+    """A family's error bounds per choice, as text."""
+    family = spec.formula.family
+    return {k: v.atol.text for k, v in (family.params.get("bounds", {}) if family else {}).items()}
+
+
+def _constraint_key(c) -> tuple:
+    """What makes a constraint what it is, for comparing two versions of it."""
+    texts = tuple(e.text if e is not None else None for e in (c.check, c.sizes, c.guard))
+    return (c.rule, c.tensors, c.types, c.when, texts, c.bound)
+
+
 def diff_operator(a: OperatorSpec, b: OperatorSpec) -> list[str]:
     out = []
     if a.introduced != b.introduced:
         out.append(f"introduced: FL {a.introduced} -> FL {b.introduced}")
     if a.in_place_allowed != b.in_place_allowed:
         out.append(f"in-place: {a.in_place_allowed} -> {b.in_place_allowed}")
-    old_levels, new_levels = {t.level for t in a.support}, {t.level for t in b.support}
-    for level in sorted(new_levels - old_levels, key=b.catalog.level_order):
-        out.append(f"FL {level}: table added")
-    for level in sorted(old_levels - new_levels, key=a.catalog.level_order):
-        out.append(f"FL {level}: table removed")
-    for level in _levels(a, b):
-        ta, tb = a.table_at(level), b.table_at(level)
-        if ta is None or tb is None:
-            continue
-        for tensor in sorted(set(ta.tensors) | set(tb.tensors)):
-            ca, cb = ta.tensors.get(tensor), tb.tensors.get(tensor)
-            if ca is None or cb is None:
-                out.append(f"FL {level} {tensor}: tensor {'added' if ca is None else 'removed'}")
-                continue
-            added, removed = sorted(set(cb.types) - set(ca.types)), sorted(set(ca.types) - set(cb.types))
-            if added:
-                out.append(f"FL {level} {tensor}: data types added {', '.join(added)}")
-            if removed:
-                out.append(f"FL {level} {tensor}: data types removed {', '.join(removed)}")
-            if ca.dims != cb.dims:
-                out.append(f"FL {level} {tensor}: dimension counts {ca.dims[0]}..{ca.dims[1]} -> {cb.dims[0]}..{cb.dims[1]}")
-            if ca.kind != cb.kind:
-                out.append(f"FL {level} {tensor}: kind {ca.kind} -> {cb.kind}")
+    out += _table_changes(a, b)
     ca_, cb_ = {c.id: c for c in a.constraints}, {c.id: c for c in b.constraints}
     for cid in sorted(set(ca_) | set(cb_)):
         if cid not in cb_:
             out.append(f"constraint {cid} removed")
         elif cid not in ca_:
             out.append(f"constraint {cid} added: {cb_[cid].text}")
-        elif (ca_[cid].rule, ca_[cid].tensors, ca_[cid].types, ca_[cid].when) != (cb_[cid].rule, cb_[cid].tensors, cb_[cid].types, cb_[cid].when):
+        elif _constraint_key(ca_[cid]) != _constraint_key(cb_[cid]):
             out.append(f"constraint {cid} changed")
     if a.formula.expression.text != b.formula.expression.text:
         out.append(f"formula changed: {a.formula.expression.text} -> {b.formula.expression.text}")
@@ -92,6 +140,10 @@ def diff_operator(a: OperatorSpec, b: OperatorSpec) -> list[str]:
         describe = lambda c: "none" if c is None else f"{c.kind} max_ulp={c.max_ulp} atol={c.atol.text if c.atol else None} ties={c.ties.text if c.ties else None}"  # noqa: E731
         if describe(x) != describe(y):
             out.append(f"tolerance {key}: {describe(x)} -> {describe(y)}")
+    ba, bb = _bounds(a), _bounds(b)
+    for key in sorted(set(ba) | set(bb)):
+        if ba.get(key) != bb.get(key):
+            out.append(f"bound {key}: {ba.get(key, 'none')} -> {bb.get(key, 'none')}")
     ua, ub = {u.id: u.when.text for u in a.unspecified}, {u.id: u.when.text for u in b.unspecified}
     for uid in sorted(set(ua) | set(ub)):
         if ua.get(uid) != ub.get(uid):

@@ -242,6 +242,7 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "is_denormal_f32": (1, lambda ctx, v: is_f32_denormal(v)),
     "is_half": (1, lambda ctx, v: _is_half(v)),
     "exp": (1, lambda ctx, v: np.exp(_as_float(v))),
+    "sqrt": (1, lambda ctx, v: np.sqrt(_as_float(v))),
     "f32": (1, lambda ctx, v: _as_float(v).astype(np.float32).astype(np.float64)),
     "f16": (1, lambda ctx, v: _as_float(v).astype(np.float16).astype(np.float64)),
     "ulp_out": (1, _ulp_out),
@@ -471,9 +472,9 @@ INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max"})
 FLOAT_ONLY_FUNCTIONS = frozenset({"isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"})
 # Float-only functions with a float value: the precision model has rules for them on floats only
 # (D3D's exp is a float instruction), so an argument that can be an integer or a truth value is an error.
-FLOAT_VALUE_FUNCTIONS = frozenset({"exp"})
-TRANSCENDENTAL_FUNCTIONS = frozenset({"exp"})  # results float64 cannot give exactly (see evaluate.py)
-_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out", "exp"}
+FLOAT_VALUE_FUNCTIONS = frozenset({"exp", "sqrt"})
+TRANSCENDENTAL_FUNCTIONS = frozenset({"exp", "sqrt"})  # results float64 cannot give exactly (see evaluate.py)
+_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out", "exp", "sqrt"}
 
 
 @dataclass(frozen=True)
@@ -689,7 +690,8 @@ _UFUNC_CALLS: dict[str, list[np.ufunc]] = {
     "min": [np.minimum], "max": [np.maximum], "clamp": [np.maximum, np.minimum], "abs": [np.absolute],
 }
 # functions whose result is always a new array (so later steps may write into it)
-_FRESH_RESULTS = {"where", "isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "ulp_out", "bitnot", "exp"}
+_FRESH_RESULTS = {"where", "isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "ulp_out", "bitnot", "exp",
+                  "sqrt"}
 
 
 def _is_exp_minus_one(node: ast.BinOp) -> bool:
@@ -797,8 +799,19 @@ def _exact_exp(v: Any) -> Any:
     return Fraction(value)
 
 
+def _exact_sqrt(v: Any) -> Any:
+    """sqrt to EXP_DIGITS digits, as exp (the square root of a non-square rational is irrational)."""
+    from decimal import Context, Decimal
+    from fractions import Fraction
+    if v < 0:
+        raise NotExact("sqrt of a negative value")
+    ctx = Context(prec=EXP_DIGITS, Emax=10 ** 6, Emin=-10 ** 6)
+    return Fraction(ctx.divide(Decimal(v.numerator), Decimal(v.denominator)).sqrt(ctx))
+
+
 _EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "exp": _exact_exp,
+    "sqrt": _exact_sqrt,
     "where": lambda c, a, b: a if c else b,
     "min": _exact_min,
     "max": _exact_max,

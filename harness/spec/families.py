@@ -7,36 +7,52 @@ element-wise part (the value each input element contributes: `x` for an index re
 the declarations only (the spec stage may not import the reference stage): each family's
 parameters, their kinds, and which are required.
 
-Parameter kinds: `choice` (one of the listed words), `array` (the name of an array attribute
-field), `scalar` (the name of a UINT or INT attribute field), `output` (the name of an output
-tensor field: families with several outputs name each), `expression` (a shape expression over
-attributes and enum members, evaluated per descriptor: harness.spec.shape_expr).
+Parameter kinds: `choice` (one of the listed words; where `by_enum` is set, also the name of an
+enum attribute field whose every member, lower-cased, is one of the words: the descriptor's value
+then picks it), `array` (the name of an array attribute field), `scalar` (the name of a UINT or
+INT attribute field), `output` (the name of an output tensor field: families with several outputs
+name each), `expression` (a shape expression over attributes and enum members, evaluated per
+descriptor: harness.spec.shape_expr), `bounds` (per choice of `combine`, an error bound in the
+formula language over the family's bound variables, with where it comes from).
+
+A family may also give the spec's `unspecified` rules variables of its own (ELEMENT_VARIABLES:
+facts about the group an input element belongs to, such as how many elements tie for an index
+reduction's pick), and its bounds variables per output element (BOUND_VARIABLES).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.spec.expr import FormulaError
+from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, check_kinds, parse_formula
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 
 
 @dataclass(frozen=True)
 class Param:
-    kind: str  # choice | array | scalar | output | union | expression
+    kind: str  # choice | array | scalar | output | union | expression | bounds
     required: bool = True
     choices: tuple[str, ...] = ()
     meaning: str = ""
+    by_enum: bool = False  # a choice may name an enum attribute field instead (its value picks the choice)
     modes: tuple[str, ...] = ()  # only for these values of the family's `mode` (required there, refused elsewhere)
+
+
+REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
+                   "max", "min")
 
 
 FAMILIES: dict[str, dict[str, Param]] = {
     "reduce": {
-        "combine": Param("choice", choices=("argmax", "argmin"),
-                         meaning="how the elements of one reduced group become one output element"),
+        "combine": Param("choice", choices=REDUCTION_COMBINES, by_enum=True,
+                         meaning="how the elements of one reduced group become one output element: a fixed choice, or an "
+                                 "enum attribute whose member (lower-cased) is the choice"),
         "axes": Param("array", meaning="the array attribute listing the reduced axes"),
         "last_on_ties": Param("expression", required=False,
                               meaning="true: an index reduction returns the last of equal candidates (default: the first)"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per combine choice, the largest |device - exact| a conforming device may show, over "
+                                "BOUND_VARIABLES (a choice without one: exact, a float output's zero sign aside if it is 0)"),
     },
     "sort": {
         "mode": Param("choice", choices=("top_k",),
@@ -68,16 +84,106 @@ FAMILIES: dict[str, dict[str, Param]] = {
 }
 
 
+# Names a family gives the spec's `unspecified` rules beside the formula's (per input element,
+# facts about its group; integers), and its `bounds` (per output element; floats).
+ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
+    "reduce": {
+        "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",
+        "out_of_range": "1 where the exact result of an integer output lies outside the output type's range, else 0",
+    },
+}
+BOUND_VARIABLES: dict[str, dict[str, str]] = {
+    "reduce": {
+        "N": "the number of elements in the group (the product of the reduced sizes)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result, NaN included",
+        "exact": "the exact result (float64)",
+        "total": "the exact accumulation before the final function: the sum of the terms (sum of squares for l2, sum of "
+                 "exp(x) for log_sum_exp), the product for multiply, the result for max and min",
+        "sum_abs": "the sum of |term| over the group's finite terms (x; |x| for l1; x^2 for l2 and sum_square; exp(x) for "
+                   "log_sum_exp)",
+        "max_abs": "the largest |x| over the group's finite elements",
+        "big": "the product of max(1, |x|) over the finite elements: no partial product is larger",
+        "small": "the product of min(1, |x|) over the finite non-zero elements: no partial product of them is smaller",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An error bound of one combine choice: `atol` per output element, and its source."""
+
+    atol: Formula
+    why: str
+
+
 @dataclass(frozen=True)
 class FamilySpec:
     """A spec's `formula.family`: the plug-in's name and its checked parameters."""
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)  # str for choice/array, ShapeExpr for expression
+    enum_choices: dict[str, tuple[str, dict[int, str]]] = field(default_factory=dict)  # param -> (field, value -> choice)
 
     def expression(self, key: str) -> ShapeExpr | None:
         value = self.params.get(key)
         return value if isinstance(value, ShapeExpr) else None
+
+    def choice(self, key: str, names: dict[str, Any]) -> str:
+        """The choice of parameter `key` for a descriptor whose attributes are `names`
+        (harness.model.facts.attribute_names): fixed, or the member its enum field holds."""
+        if key in self.enum_choices:
+            field_name, by_value = self.enum_choices[key]
+            value = names[field_name]
+            if value not in by_value:
+                raise ValueError(f"{field_name} = {value!r} is no member of its enum")
+            return by_value[value]
+        return self.params[key]
+
+    def choices(self, key: str) -> tuple[str, ...]:
+        """Every choice parameter `key` can take."""
+        if key in self.enum_choices:
+            return tuple(dict.fromkeys(self.enum_choices[key][1].values()))
+        return (self.params[key],)
+
+    def bound(self, choice: str) -> Bound | None:
+        return self.params.get("bounds", {}).get(choice)
+
+
+def _read_bounds(value: Any, name: str, combine: tuple[str, ...]) -> dict[str, Bound]:
+    """`bounds`: {choice: {atol: formula, why: text}}, each formula over the family's bound
+    variables (all floats) and choices that `combine` can take."""
+    if not isinstance(value, dict):
+        raise FormulaError("bounds: expected a mapping of combine choices to {atol, why}")
+    variables = BOUND_VARIABLES.get(name, {})
+    facts = KindFacts(variables={v: frozenset({FLOAT}) for v in variables}, tensors={},
+                      why={v: f"{v} is a float bound variable" for v in variables})
+    out = {}
+    for choice, entry in value.items():
+        if choice not in combine:
+            raise FormulaError(f"bounds: {choice!r} is not a choice combine can take ({', '.join(combine)})")
+        if not isinstance(entry, dict) or set(entry) != {"atol", "why"}:
+            raise FormulaError(f"bounds.{choice}: expected {{atol: formula, why: text}}")
+        formula = parse_formula(str(entry["atol"]))
+        unknown = sorted(formula.names - set(variables))
+        if unknown or formula.tensor_names:
+            raise FormulaError(f"bounds.{choice}: unknown name(s) {', '.join(unknown or sorted(formula.tensor_names))}; "
+                               f"the bound variables are {', '.join(variables)}")
+        check_kinds(formula, facts)
+        out[choice] = Bound(formula, str(entry["why"]))
+    return out
+
+
+def element_variables(name: str | None) -> dict[str, str]:
+    """The names family `name` gives the spec's unspecified rules ({} for no family)."""
+    return ELEMENT_VARIABLES.get(name or "", {})
+
+
+ELEMENT_KIND = INTEGER
 
 
 def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> FamilySpec:
@@ -93,6 +199,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     arrays = {f.name for f in fields if getattr(f, "is_array", False)}
     scalars = {f.name for f in fields if f.role == "attribute" and f.c_type in ("UINT", "INT") and not f.is_count}
     outputs = {f.name for f in fields if f.role == "output"}
+    enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
+    enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False)}
     mode = raw.get("mode")
     for key, param in declared.items():
@@ -105,10 +213,20 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
                 raise FormulaError(f"family {name} needs {key!r} ({param.meaning})")
             continue
         value = raw[key]
-        if param.kind == "choice":
-            if value not in param.choices:
-                raise FormulaError(f"{key}: {value!r} is not one of {', '.join(param.choices)}")
+        if param.kind == "choice" and param.by_enum and value in enums:
+            unknown = [m for m in enums[value] if m.lower() not in param.choices]
+            if unknown:
+                raise FormulaError(f"{key}: {value}'s member(s) {', '.join(unknown)} are no choice of {key} "
+                                   f"({', '.join(param.choices)})")
+            enum_choices[key] = (value, {v: m.lower() for m, v in enums[value].items()})
             params[key] = value
+        elif param.kind == "choice":
+            if value not in param.choices:
+                also = f", or an enum attribute field ({', '.join(enums) or 'none'})" if param.by_enum else ""
+                raise FormulaError(f"{key}: {value!r} is not one of {', '.join(param.choices)}{also}")
+            params[key] = value
+        elif param.kind == "bounds":
+            continue  # read below, once the choices of combine are known
         elif param.kind in ("array", "scalar", "output", "union"):
             allowed = {"array": arrays, "scalar": scalars, "output": outputs, "union": unions}[param.kind]
             if value not in allowed:
@@ -117,4 +235,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = value
         else:
             params[key] = parse_shape_expr(str(value), names, tensors)
-    return FamilySpec(name, params)
+    family = FamilySpec(name, params, enum_choices)
+    if "bounds" in raw:
+        params["bounds"] = _read_bounds(raw["bounds"], name, family.choices("combine") if "combine" in params else ())
+    return family

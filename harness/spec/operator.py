@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.spec.catalog import Catalog, DataType, load_catalog
 from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
-from harness.spec.families import FamilySpec, read_family
+from harness.spec.families import FamilySpec, element_variables, read_family
 from harness.spec.schema import OPERATOR_SCHEMA
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
@@ -88,10 +88,12 @@ class TensorSupport:
 
 @dataclass(frozen=True)
 class SupportTable:
-    """A "DML_FEATURE_LEVEL_X and above" table."""
+    """A "DML_FEATURE_LEVEL_X and above" table; `variant` names the members of the enum attribute
+    (the spec's `variant_key`) for which it holds, None when the tables do not depend on one."""
 
     level: str
     tensors: dict[str, TensorSupport]
+    variant: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,15 +139,27 @@ class Constraint:
         texts = " ".join(e.text for e in (self.check, self.sizes, self.guard) if e is not None)
         return set(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts}
 
-    def applies(self, tensor_types: dict[str, str | None]) -> bool:
-        """Whether the constraint is in force for these data types (its `when`, if any, holds)."""
-        return self.when is None or self.when.holds(tensor_types)
+    @property
+    def is_type_rule(self) -> bool:
+        return self.rule in ("same_data_type", "data_type_in")
 
-    def type_offenders(self, tensor_types: dict[str, str | None]) -> list[str]:
+    def applies(self, tensor_types: dict[str, str | None], names: dict[str, Any] | None = None) -> bool:
+        """Whether the constraint is in force for these data types (its `when`, if any, holds).
+        A type rule guarded by an expression over the variant key (`when: "Mode not in [A, B]"`)
+        needs the attributes by name (harness.model.facts.attribute_names)."""
+        if self.when is not None and not self.when.holds(tensor_types):
+            return False
+        if self.guard is not None and self.is_type_rule:
+            if names is None:
+                raise ValueError(f"constraint {self.id} depends on {self.guard.text!r}: pass the attributes")
+            return bool(self.guard.evaluate(names, {}))
+        return True
+
+    def type_offenders(self, tensor_types: dict[str, str | None], names: dict[str, Any] | None = None) -> list[str]:
         """The present tensors whose data types break this constraint (empty: it holds, or it is
         about shapes). The one definition of the type constraints, for the validator and for
         generation's type assignments; `None` is an absent tensor."""
-        if self.rule in ("same_shape", "expression", "shape") or not self.applies(tensor_types):
+        if not self.is_type_rule or not self.applies(tensor_types, names):
             return []
         present = [t for t in self.tensors if tensor_types.get(t) is not None]
         if self.rule == "same_data_type":
@@ -218,6 +232,19 @@ class Favour:
     why: str
 
 
+@dataclass(frozen=True)
+class Limit:
+    """A bound on generated input values (`generation.limits`): where the data the page leaves
+    open would make most cases unspecified (an integer sum that overflows), generation keeps the
+    values of `tensor` within 2^bits in magnitude (floats: binary exponents within +-bits)."""
+
+    tensor: str
+    bits: ShapeExpr
+    why: str
+    when: ShapeExpr | None = None
+    applies_to: tuple[str, ...] | None = None
+
+
 @dataclass(eq=False)  # identity equality and hashing: specs are cache keys
 class OperatorSpec:
     """Everything about one operator, read from its spec file."""
@@ -245,6 +272,8 @@ class OperatorSpec:
     path: Path
     favour: tuple[Favour, ...] = ()
     catalog: Catalog = field(repr=False, kw_only=True)  # the data types and levels it is read against
+    variant_key: str | None = field(default=None, kw_only=True)  # the enum attribute that picks the support tables
+    limits: tuple[Limit, ...] = field(default=(), kw_only=True)
     # each fused-activation field's allowed activation specs by operator type (load_specs fills it:
     # they live in other files)
     activations: dict[str, dict[int, "OperatorSpec"]] = field(default_factory=dict, repr=False, kw_only=True)
@@ -271,13 +300,89 @@ class OperatorSpec:
                 return f
         raise KeyError(name)
 
-    def table_at(self, level: str) -> SupportTable | None:
-        """The table in force at `level`: the newest one whose level is not newer; None before introduction."""
+    # --- support tables, and enum-keyed variants of them -------------------------------------
+    @property
+    def variant_groups(self) -> list[tuple[str, ...] | None]:
+        """The variant groups in spec order: the enum members that share a series of tables
+        ([None]: one series for every descriptor, the spec has no `variant_key`)."""
+        groups: list[tuple[str, ...] | None] = []
+        for table in self.support:
+            if table.variant not in groups:
+                groups.append(table.variant)
+        return groups
+
+    @property
+    def variant_members(self) -> dict[str, int]:
+        """The members of the variant key's enum, name -> value ({} without a variant key)."""
+        if self.variant_key is None:
+            return {}
+        return dict(self.field(self.variant_key).enum or {})
+
+    def variant_member(self, attributes: dict[str, Any]) -> str | None:
+        """The member of the variant key that `attributes` hold (the field's default, else 0, when
+        unset); None where the value is no member (attribute.enum_value reports it) or the spec
+        has no variant key."""
+        if self.variant_key is None:
+            return None
+        key = self.field(self.variant_key)
+        value = attributes.get(self.variant_key, key.default if key.default is not None else 0)
+        return next((name for name, v in self.variant_members.items() if v == value), None)
+
+    def variant_attributes(self, member: str | None) -> dict[str, float]:
+        """The attributes that select `member`'s tables ({} for None)."""
+        if member is None or self.variant_key is None:
+            return {}
+        return {self.variant_key: float(self.variant_members[member])}
+
+    def group_of(self, member: str | None) -> tuple[str, ...] | None:
+        """The variant group holding `member` (None without a variant key)."""
+        if member is None:
+            return None
+        return next(g for g in self.variant_groups if g is not None and member in g)
+
+    def _newest(self, level: str, group: tuple[str, ...] | None) -> SupportTable | None:
         order = self.catalog.level_order(level)
         for table in self.support:
-            if self.catalog.level_order(table.level) <= order:
+            if table.variant == group and self.catalog.level_order(table.level) <= order:
                 return table
         return None
+
+    def table_at(self, level: str, attributes: dict[str, Any] | None = None) -> SupportTable | None:
+        """The table in force at `level` for a descriptor with these attributes: the newest one of
+        its variant group whose level is not newer; None before introduction, or when the variant
+        key holds no member of its enum. Without a `variant_key` the attributes do not matter; with
+        one they must be given (`tables_at` lists every group's table)."""
+        if self.variant_key is None:
+            return self._newest(level, None)
+        if attributes is None:
+            raise ValueError(f"{self.name}'s support tables depend on {self.variant_key}: pass the descriptor's attributes "
+                             f"(or use tables_at)")
+        member = self.variant_member(attributes)
+        return None if member is None else self._newest(level, self.group_of(member))
+
+    def table_for(self, level: str, member: str | None) -> SupportTable | None:
+        """The table in force at `level` for the variant key's `member` (None: the one series of
+        a spec without a variant key)."""
+        if self.variant_key is None:
+            return self._newest(level, None)
+        if member is None:
+            raise ValueError(f"{self.name}'s support tables depend on {self.variant_key}: name a member")
+        return self._newest(level, self.group_of(member))
+
+    def tables_at(self, level: str) -> list[SupportTable]:
+        """Every variant group's table in force at `level`, in spec order (groups with none left out)."""
+        return [t for t in (self._newest(level, g) for g in self.variant_groups) if t is not None]
+
+    def has_table_at(self, level: str) -> bool:
+        """Whether the operator is available at `level`: some variant group has a table there."""
+        return bool(self.tables_at(level))
+
+    def members_at(self, level: str) -> list[str | None]:
+        """The variant key's members whose group has a table at `level`, in enum order ([None]
+        without a variant key when the operator is available, else [])."""
+        if self.variant_key is None:
+            return [None] if self.has_table_at(level) else []
+        return [m for m in self.variant_members if self._newest(level, self.group_of(m)) is not None]
 
     def available_at(self, level: str) -> bool:
         return self.catalog.level_order(level) >= self.catalog.level_order(self.introduced)
@@ -492,6 +597,7 @@ class _FormulaScope:
     names: set[str]
     evaluated: KindFacts
     generated: KindFacts
+    family: str | None = None  # the family plug-in, whose element variables `unspecified` rules may read
 
 
 def _read_document(src: SourcedYaml) -> dict:
@@ -592,19 +698,74 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
     return fields, roles
 
 
+def _read_variant_key(src: SourcedYaml, data: dict, fields: list[FieldSpec]) -> FieldSpec | None:
+    """The enum attribute whose value picks the support tables (`variant_key`), or None."""
+    if "variant_key" not in data:
+        for index, raw in enumerate(data["support"]):
+            if "variant" in raw:
+                raise src.error(("support", index, "variant"), "a support table names a variant only when the spec has a variant_key")
+        return None
+    key = next((f for f in fields if f.name == data["variant_key"]), None)
+    if key is None or key.role != "attribute" or key.enum is None:
+        enums = [f.name for f in fields if f.enum is not None]
+        raise src.error(("variant_key",), f"variant_key must name an enum attribute field ({', '.join(enums) or 'none'}), "
+                                          f"found {data['variant_key']!r}")
+    return key
+
+
+def _read_variants(src: SourcedYaml, data: dict, key: FieldSpec | None) -> list[tuple[str, ...] | None]:
+    """Each table's variant group. Every member of the key's enum belongs to exactly one group;
+    a group's tables are listed together (lint checks the levels within each group)."""
+    if key is None:
+        return [None] * len(data["support"])
+    members = list(key.enum or {})
+    groups: list[tuple[str, ...] | None] = []
+    owner: dict[str, tuple[str, ...]] = {}
+    closed: set[frozenset[str]] = set()
+    for index, raw in enumerate(data["support"]):
+        path = ("support", index, "variant")
+        if "variant" not in raw:
+            raise src.error(("support", index), f"with variant_key {key.name}, every table names its variant: the members of "
+                                                f"{key.c_type} it holds for")
+        variant = tuple(raw["variant"])
+        for i, member in enumerate(variant):
+            if member not in members:
+                raise src.error(path + (i,), f"{member!r} is not a member of {key.c_type} ({', '.join(members)})")
+            if member in owner and set(owner[member]) != set(variant):
+                raise src.error(path + (i,), f"{member} is in two variant groups: [{', '.join(owner[member])}] and "
+                                             f"[{', '.join(variant)}]")
+        group = frozenset(variant)
+        if groups and groups[-1] is not None and frozenset(groups[-1]) != group:
+            closed.add(frozenset(groups[-1]))
+        if group in closed:
+            raise src.error(path, f"the tables of variant [{', '.join(variant)}] must be listed together")
+        canonical = owner.get(variant[0], variant)
+        owner.update({m: canonical for m in variant})
+        groups.append(canonical)
+    missing = [m for m in members if m not in owner]
+    if missing:
+        raise src.error(("support",), f"{', '.join(missing)} of {key.c_type} {'has' if len(missing) == 1 else 'have'} no support table "
+                                      f"(every member of the variant key belongs to one group)")
+    return groups
+
+
 def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec],
                   roles: _Roles) -> list[SupportTable]:
-    """Read the support tables: level order, full tensor coverage, dims, types and kinds per cell."""
+    """Read the support tables: level order (within each variant group), full tensor coverage,
+    dims, types and kinds per cell."""
     tensor_names = roles.tensors
     support: list[SupportTable] = []
-    previous_order: int | None = None
+    groups = _read_variants(src, data, _read_variant_key(src, data, fields))
+    previous_order: dict[tuple[str, ...] | None, int] = {}
     for index, raw in enumerate(data["support"]):
         path = ("support", index)
+        group = groups[index]
         _check_level(src, path + ("level",), raw["level"], catalog)
         order = catalog.level_order(raw["level"])
-        if previous_order is not None and order >= previous_order:
-            raise src.error(path + ("level",), "support tables must be listed newest level first, each level once")
-        previous_order = order
+        if group in previous_order and order >= previous_order[group]:
+            within = "" if group is None else f" (within the variant [{', '.join(group)}])"
+            raise src.error(path + ("level",), f"support tables must be listed newest level first, each level once{within}")
+        previous_order[group] = order
         if order < catalog.level_order(data["introduced"]):
             raise src.error(path + ("level",), f"table at FL {raw['level']} is older than the operator's introduction (FL {data['introduced']})")
         missing = sorted(tensor_names - set(raw["tensors"]))
@@ -626,10 +787,14 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
             if (cell["kind"] == "output") != (role == "output"):
                 raise src.error(cpath + ("kind",), f"kind {cell['kind']!r} does not fit field role {role!r}")
             tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]))
-        support.append(SupportTable(raw["level"], tensors))
-    if support[-1].level != data["introduced"]:
-        raise src.error(("support", len(support) - 1, "level"),
-                        f"the oldest table (FL {support[-1].level}) must be at the operator's introduction (FL {data['introduced']})")
+        support.append(SupportTable(raw["level"], tensors, group))
+    for group in dict.fromkeys(groups):  # each group's oldest table is at the introduction
+        oldest = max((i for i, g in enumerate(groups) if g == group), key=lambda i: i)
+        if support[oldest].level != data["introduced"]:
+            which = "" if group is None else f" of the variant [{', '.join(group)}]"
+            raise src.error(("support", oldest, "level"),
+                            f"the oldest table{which} (FL {support[oldest].level}) must be at the operator's introduction "
+                            f"(FL {data['introduced']})")
     return support
 
 
@@ -710,18 +875,33 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
         for n in names:
             if n not in tensor_names:
                 raise src.error(path, f"{n!r} is not a tensor field")
-        when = None
-        if "when" in raw:
+        when = guard = None
+        if "when" in raw and isinstance(raw["when"], str):
+            guard = _variant_guard(src, path + ("when",), raw, data, fields or [])
+        elif "when" in raw:
             w = raw["when"]
-            if not isinstance(w, dict):
-                raise src.error(path + ("when",), f"rule {raw['rule']} takes a tensor type condition as 'when'")
             if w["tensor"] not in tensor_names:
                 raise src.error(path + ("when", "tensor"), f"{w['tensor']!r} is not a tensor field")
             _check_types(src, path + ("when", "types" if "types" in w else "types_not"), w.get("types", w.get("types_not")), catalog)
             when = Condition(w["tensor"], tuple(w["types"]) if "types" in w else None,
                              tuple(w["types_not"]) if "types_not" in w else None)
-        constraints.append(Constraint(raw["id"], raw["rule"], tuple(names), tuple(raw.get("types", ())), when, raw["text"]))
+        constraints.append(Constraint(raw["id"], raw["rule"], tuple(names), tuple(raw.get("types", ())), when, raw["text"],
+                                      guard=guard))
     return constraints
+
+
+def _variant_guard(src: SourcedYaml, path: tuple, raw: dict, data: dict, fields: list[FieldSpec]) -> ShapeExpr:
+    """An expression `when` on a type rule: it may read the variant key and its enum's members
+    only, because generation fixes the key's member before it picks the data types."""
+    key = data.get("variant_key")
+    field_ = next((f for f in fields if f.name == key), None)
+    if field_ is None or field_.enum is None:
+        raise src.error(path, f"rule {raw['rule']} takes a tensor type condition as 'when', or an expression over the "
+                              f"variant key when the spec has a variant_key")
+    try:
+        return parse_shape_expr(raw["when"], {field_.name} | set(field_.enum), set())
+    except FormulaError as exc:
+        raise src.error(path, f"{exc} (the 'when' of a type rule reads only the variant key {field_.name} and its members)") from None
 
 
 def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[SupportTable],
@@ -770,7 +950,7 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
             raise src.error(("formula", "family"), str(exc)) from None
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family)
-    return formula, _FormulaScope(names, evaluated, generated)
+    return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)
 
 
 def struct_variables(fields: list[FieldSpec]) -> dict[str, bool]:
@@ -812,9 +992,12 @@ def _read_unspecified(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
             raise src.error(("unspecified", index, "id"), f"duplicate unspecified id {raw['id']}")
         ids.add(raw["id"])
         f = _formula(src, ("unspecified", index, "when"), raw["when"])
-        _check_names(src, ("unspecified", index, "when"), f, scope.names, roles.tensors)
         ub = bool(raw.get("undefined_behaviour", False))  # the generator also evaluates these, to avoid them
-        contexts = (scope.evaluated, scope.generated) if ub else (scope.evaluated,)
+        group_facts = {} if ub else element_variables(scope.family)  # the family's facts about an element's group
+        _check_names(src, ("unspecified", index, "when"), f, scope.names | set(group_facts), roles.tensors)
+        evaluated = replace(scope.evaluated, variables={**scope.evaluated.variables, **{v: frozenset({INTEGER}) for v in group_facts}},
+                            why={**scope.evaluated.why, **group_facts})
+        contexts = (evaluated, scope.generated) if ub else (evaluated,)
         if "applies_to" in raw:
             _check_types(src, ("unspecified", index, "applies_to"), raw["applies_to"], catalog)
             # the rule is evaluated only where the output has one of these types: check it for those alone
@@ -959,6 +1142,23 @@ def _read_generation(src: SourcedYaml, data: dict, scope: _FormulaScope, roles: 
     return favour
 
 
+def _read_limits(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec], roles: _Roles) -> list[Limit]:
+    """Read generation.limits: an input tensor, the types and descriptors it applies to, and the
+    bound as a shape expression (its binary exponent)."""
+    limits = []
+    for index, raw in enumerate(data.get("generation", {}).get("limits", [])):
+        path = ("generation", "limits", index)
+        if raw["tensor"] not in roles.inputs:
+            raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
+        if "applies_to" in raw:
+            _check_types(src, path + ("applies_to",), raw["applies_to"], catalog)
+        when = _shape_expr(src, path + ("when",), raw["when"], fields, roles) if "when" in raw else None
+        bits = _shape_expr(src, path + ("bits",), raw["bits"], fields, roles)
+        limits.append(Limit(raw["tensor"], bits, raw["why"], when,
+                            tuple(raw["applies_to"]) if "applies_to" in raw else None))
+    return limits
+
+
 def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     """Schema-check and meaning-check one operator file, and build its model."""
     data = _read_document(src)
@@ -973,6 +1173,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     attribute_values = _read_attribute_values(src, data, roles, fields)
     examples = _read_examples(src, data, catalog, roles)
     favour = _read_generation(src, data, scope, roles)
+    limits = _read_limits(src, data, catalog, fields, roles)
 
     return OperatorSpec(
         favour=tuple(favour),
@@ -981,7 +1182,8 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         in_place_pairs=pairs, fields=tuple(fields), support=tuple(support), constraints=tuple(constraints),
         formula=formula, special_cases=tuple(data.get("special_cases", [])), unspecified=tuple(unspecified),
         comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
-        sources=tuple(data["sources"]), path=src.path, catalog=catalog)
+        sources=tuple(data["sources"]), path=src.path, catalog=catalog,
+        variant_key=data.get("variant_key"), limits=tuple(limits))
 
 
 def operator_files(specs_dir: Path) -> list[Path]:

@@ -73,6 +73,8 @@ OPERATOR_SCHEMA: dict = {
         "desc_struct": {"type": "string", "pattern": "^DML_[A-Z0-9_]+_OPERATOR_DESC$"},
         "summary": {"type": "string"},
         "introduced": _LEVEL,
+        # the enum attribute whose value picks the support tables (each table names its `variant`)
+        "variant_key": _NAME,
         "in_place": {
             "type": "object",
             "additionalProperties": False,
@@ -114,6 +116,8 @@ OPERATOR_SCHEMA: dict = {
                 "required": ["level", "tensors"],
                 "properties": {
                     "level": _LEVEL,
+                    "variant": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"}},
                     "tensors": {"type": "object", "minProperties": 1, "additionalProperties": _TENSOR_SUPPORT},
                 },
             },
@@ -155,7 +159,10 @@ OPERATOR_SCHEMA: dict = {
                 "rounding": {"type": "object", "additionalProperties": False, "required": ["mode", "source"],
                              "properties": {"mode": {"enum": ["half_to_even"]}, "source": {"type": "string"}}},
                 "output": _NAME,
-                "family": {"type": "object", "required": ["name"], "properties": {"name": _NAME},
+                "family": {"type": "object", "required": ["name"],
+                           "properties": {"name": _NAME, "bounds": {"type": "object", "additionalProperties": {
+                               "type": "object", "additionalProperties": False, "required": ["atol", "why"],
+                               "properties": {"atol": _EXPR, "why": {"type": "string"}}}}},
                            "additionalProperties": {"type": ["string", "boolean", "integer"]}},
             },
         },
@@ -189,7 +196,11 @@ OPERATOR_SCHEMA: dict = {
             "favour": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False, "required": ["tensor", "expression", "why"],
                 "properties": {"tensor": _NAME, "expression": _EXPR, "why": {"type": "string"},
-                               "k": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}}}}},
+                               "k": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}}}},
+            "limits": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["tensor", "bits", "why"],
+                "properties": {"tensor": _NAME, "bits": _EXPR, "when": _EXPR, "applies_to": _TYPE_LIST,
+                               "why": {"type": "string"}}}}}},
         "sources": {"type": "array", "minItems": 1, "items": {
             "type": "object", "additionalProperties": False, "required": ["document", "languages"],
             "properties": {"document": {"type": "string"}, "languages": {"type": "array", "items": {"type": "string"}},

@@ -42,7 +42,7 @@ def _distinct(values: list) -> bool:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len, "range": _range, "min": min, "max": max, "sum": sum, "all": all, "any": any,
     "prod": lambda values: math.prod(values), "abs": abs, "distinct": _distinct,
-    "sorted": sorted,
+    "sorted": sorted, "bit_length": lambda n: int(n).bit_length(),
 }
 TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")
 

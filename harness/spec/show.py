@@ -10,11 +10,14 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
     lines = [f"{spec.name} ({spec.desc_struct}, DML_OPERATOR_TYPE {spec.operator_type})",
              f"  {spec.summary}",
              f"  introduced: FL {spec.introduced}; in-place: {'allowed' if spec.in_place_allowed else 'not allowed'}"]
-    table = spec.table_at(level)
-    if table is None:
+    tables = spec.tables_at(level)
+    if not tables:
         lines.append(f"  not available at FL {level} (introduced at FL {spec.introduced})")
-    else:
-        lines.append(f"  support at FL {level} (table 'FL {table.level} and above'):")
+    if spec.variant_key is not None:
+        lines.append(f"  support tables per {spec.variant_key} (the variant key): one series per group of members")
+    for table in tables:  # one per variant group (a spec without a variant key has one)
+        variant = f", {spec.variant_key} in {', '.join(table.variant)}" if table.variant else ""
+        lines.append(f"  support at FL {level}{variant} (table 'FL {table.level} and above'):")
         width = max(len(n) for n in table.tensors)
         for f in spec.tensor_fields:
             cell = table.tensors[f.name]
@@ -57,8 +60,10 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
         lines.append(f"      rounding: {spec.formula.rounding}")
     family = spec.formula.family
     if family is not None:
-        params = ", ".join(f"{k}={getattr(v, 'text', v)}" for k, v in family.params.items())
+        params = ", ".join(f"{k}={getattr(v, 'text', v)}" for k, v in family.params.items() if k != "bounds")
         lines.append(f"      family {family.name}: {params} (the expression is what each input element contributes)")
+        for choice, bound in family.params.get("bounds", {}).items():
+            lines.append(f"      bound {choice}: |device - exact| <= {bound.atol.text}")
     lines.append("  constraints:")
     for c in spec.constraints:
         lines.append(f"    [{c.rule_id}] {c.text}")

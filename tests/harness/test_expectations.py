@@ -108,3 +108,20 @@ def test_the_real_onnxruntime_sign_expectation():
     assert found is not None and found.id == "ort-sign-nan-propagates"
     also_wrong = _diff(SIGN, [np.nan, 1.0, -2.0], [np.nan, 1.0, 0.0])
     assert expectations.explain(SIGN, "FLOAT32", also_wrong, "FLOAT32") is None
+
+
+def test_a_status_expectation_may_name_the_descriptors_it_explains():
+    """descriptor_when on a status expectation: only cases whose descriptor it holds for (a
+    crash that depends on an attribute's value, not on its presence)."""
+    from harness.judge.expectations import _parse_descriptor_when, descriptor_holds
+    spec = SPECS.operator(HSIG)
+    item = Expectation("c", HSIG, (), parse_formula("0"), "why", status="crashed", reason_contains="boom",
+                       descriptor_when=_parse_descriptor_when("InputTensor.DimensionCount == 2"))
+    expectations = ExpectationSet("b", [item])
+    for sizes, explained in (([2, 2], True), ([4], False)):
+        case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
+                                {"InputTensor": np.zeros(sizes, np.float32)}, sizes=sizes)
+        found = expectations.explain_status(HSIG, "crashed", None, "boom", "FLOAT32",
+                                            descriptor_holds=lambda expr: descriptor_holds(expr, spec, case.descriptor))
+        assert (found is item) is explained
+    assert expectations.explain_status(HSIG, "crashed", None, "boom", "FLOAT32") is None  # nothing to evaluate it on

@@ -19,7 +19,7 @@ QUICK = settings(max_examples=60, deadline=None, derandomize=True, database=None
 
 
 def _levels(op):
-    return [lvl for lvl in LEVELS if SPECS.operator(op).table_at(lvl) is not None]
+    return [lvl for lvl in LEVELS if SPECS.operator(op).has_table_at(lvl)]
 
 
 @pytest.mark.parametrize("op", OPERATORS)
@@ -97,20 +97,23 @@ def test_every_rule_id_is_reached_by_some_operator():
 
 @pytest.mark.parametrize("op", OPERATORS)
 def test_every_table_cell_is_generated(op, capsys):
-    """A bounded run (one valid descriptor per coverage-plan entry) reaches every table cell."""
+    """A bounded run (one valid descriptor per coverage-plan entry) reaches every table cell (of
+    every variant group, where the tables depend on an enum attribute)."""
     spec = SPECS.operator(op)
     expected = table_cells(spec)
     covered = set()
     for table in spec.support:
-        for cell in coverage_plan(spec, table.level):
-            @settings(QUICK, max_examples=1)
-            @given(valid_descriptors(spec, table.level, cell=cell))
-            def collect(descriptor):
-                assert validate(spec, descriptor, table.level).accepted
-                for name, desc in descriptor.tensors.items():
-                    if desc is not None:
-                        covered.add((op, table.level, name, desc.data_type, desc.dim_count))
-            collect()
+        for member in (table.variant or (None,))[:1]:  # a group's members share its table: one covers its cells
+            for cell in coverage_plan(spec, table.level, member=member):
+                @settings(QUICK, max_examples=1)
+                @given(valid_descriptors(spec, table.level, cell=cell))
+                def collect(descriptor):
+                    assert validate(spec, descriptor, table.level).accepted
+                    assert spec.variant_member(descriptor.attributes) == member
+                    for name, desc in descriptor.tensors.items():
+                        if desc is not None:
+                            covered.add((op, table.level, name, desc.data_type, desc.dim_count, table.variant))
+                collect()
     missing = expected - covered
     with capsys.disabled():
         print(f"\n{op}: covered {len(expected & covered)} of {len(expected)} table cells")
@@ -177,7 +180,7 @@ def test_sweeps_cover_only_supported_unary_pairs():
     assert "ELEMENT_WISE_BIT_NOT" not in by_operator and "ELEMENT_WISE_QUANTIZE_LINEAR" not in by_operator
     for w in old:  # any other operator of the specs: a supported 8/16-bit type of a one-input operator
         spec = SPECS.operator(w.operator)
-        table = spec.table_at("2.0")
+        table = spec.table_for("2.0", w.member)
         assert len(spec.input_fields) == 1 and table is not None, w.id
         assert SPECS.catalog.dtype(w.data_type).bits in (8, 16), w.id
         assert all(w.data_type in cell.types for cell in table.tensors.values()), w.id

@@ -595,7 +595,7 @@ def test_generated_cases_are_well_formed(op):
     spec = SPECS.operator(op)
     checked = 0
     for level in (lvl.name for lvl in SPECS.catalog.levels):
-        strategies = [valid_cases(spec, level)] if spec.table_at(level) is not None else []
+        strategies = [valid_cases(spec, level)] if spec.has_table_at(level) else []
         strategies += [invalid_cases(spec, level, rule) for rule in candidate_rules(spec) if rule_reachable(spec, level, rule)]
         for strategy in strategies:
             @FEW

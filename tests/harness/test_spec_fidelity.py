@@ -7,21 +7,24 @@ either is caught. Every operator of the specs is checked; one without a golden f
 """
 import pytest
 
-from tests.helpers import SPECS, golden
+from tests.helpers import SPECS, golden, golden_tables
 
 OPERATORS = sorted(SPECS.operators)
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
 def test_table_cells_equal_the_seed(operator):
-    """The spec has exactly the documented tables, and each cell (kind, dimension range, data
-    types) of each table equals the seed."""
-    seed = golden(operator)["spec"]["tables"]
+    """The spec has exactly the documented tables (per variant group, where the page groups them
+    by an enum attribute), and each cell (kind, dimension range, data types) equals the seed."""
+    seed = golden(operator)["spec"]
     op = SPECS.operator(operator)
-    assert sorted(t.level for t in op.support) == sorted(seed), "the spec's tables differ from the documented ones"
-    for level, expected in seed.items():
-        table = op.table_at(level)
-        assert table is not None and table.level == level, level
+    assert op.variant_key == seed.get("variant_key")
+    documented = golden_tables(seed)
+    assert sorted((t.variant or (), t.level) for t in op.support) == sorted((v or (), lvl) for v, lvl, _ in documented), \
+        "the spec's tables differ from the documented ones"
+    for variant, level, expected in documented:
+        table = op.table_for(level, variant[0] if variant else None)
+        assert table is not None and table.level == level and table.variant == variant, (variant, level)
         assert set(table.tensors) == set(expected), level
         for tensor, (kind, dims, types) in expected.items():
             cell = table.tensors[tensor]
@@ -32,18 +35,25 @@ def test_table_cells_equal_the_seed(operator):
 
 @pytest.mark.parametrize("operator", OPERATORS)
 def test_effective_table_at_every_level(operator):
-    """Between documented levels the older table holds; before introduction there is none."""
+    """Between documented levels the older table holds (of the same variant group); before
+    introduction there is none; every member of the variant key belongs to one documented group."""
     seed = golden(operator)["spec"]
     op = SPECS.operator(operator)
-    documented = sorted(seed["tables"], key=SPECS.catalog.level_order)
-    for level in SPECS.catalog.levels:
-        table = op.table_at(level.name)
-        in_force = [d for d in documented if SPECS.catalog.level_order(d) <= level.order]
-        if not in_force:
-            assert table is None and not op.available_at(level.name)
-            assert SPECS.catalog.level_order(seed["introduced"]) > level.order
-        else:
-            assert table is not None and table.level == in_force[-1]
+    documented = golden_tables(seed)
+    groups = list(dict.fromkeys(v for v, _, _ in documented))
+    if op.variant_key is not None:
+        assert sorted(m for g in groups for m in g) == sorted(op.variant_members)
+    for group in groups:
+        levels = sorted({lvl for v, lvl, _ in documented if v == group}, key=SPECS.catalog.level_order)
+        for member in group or [None]:
+            for level in SPECS.catalog.levels:
+                table = op.table_for(level.name, member)
+                in_force = [d for d in levels if SPECS.catalog.level_order(d) <= level.order]
+                if not in_force:
+                    assert table is None and not op.available_at(level.name)
+                    assert SPECS.catalog.level_order(seed["introduced"]) > level.order
+                else:
+                    assert table is not None and table.level == in_force[-1]
 
 
 @pytest.mark.parametrize("operator", OPERATORS)

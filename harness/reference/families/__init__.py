@@ -22,6 +22,9 @@ class FamilyResult:
     unspecified: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # output -> rule id -> mask
     alternatives: dict[str, list[tuple[str, np.ndarray]]] = field(default_factory=dict)  # output -> (liberty id, values)
     summaries: dict[str, np.ndarray] = field(default_factory=dict)  # output-shaped values shown in failure reports
+    # output -> (exact float64 value, bound): a result within `bound` of the exact value is legal
+    # (the spec's error bound of an arithmetic reduction; inf accepts every result)
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
@@ -37,6 +40,7 @@ def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
 
 
 Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
+Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Generator], dict[str, np.ndarray]]
 
 
 def family_compute(name: str) -> Compute:
@@ -44,3 +48,13 @@ def family_compute(name: str) -> Compute:
     from harness.reference.families import data_movement, reduce, sort
     plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute, "sort": sort.compute}
     return plugins[name]
+
+
+def family_device(name: str) -> Device | None:
+    """The plug-in's legal device, where its results may legally differ from the exact ones by more
+    than flushed inputs (an arithmetic reduction's order and rounding): the outputs one conforming
+    device could give, for the worst legal backend. None: the exact result over the inputs as the
+    device sees them is the one to give."""
+    from harness.reference.families import reduce
+    devices: dict[str, Device] = {"reduce": reduce.legal_device}
+    return devices.get(name)
