@@ -51,7 +51,9 @@ _BUILDERS = set(_BUILDER_KEYS)
 
 def load_mapping(path: Path) -> dict[str, dict]:
     """The operator table (backends/onnxruntime_ops.yaml), checked: a known builder per operator,
-    a node's op and inputs; SpecError naming file, line and key otherwise."""
+    the keys its builder reads (a node's op and inputs, ...), a node's `attribute_inputs` a list of
+    field names; SpecError naming file, line and key otherwise (a malformed line would otherwise
+    surface as a crash of every case of its operator, far from the line that caused it)."""
     src = load_yaml(path)
     if not isinstance(src.data, dict):
         raise src.error((), "expected a mapping of operator names")
@@ -63,6 +65,10 @@ def load_mapping(path: Path) -> dict[str, dict]:
         missing = [k for k in needs if k not in entry or not isinstance(entry[k], kinds.get(k, str))]
         if missing:
             raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
+        if entry["builder"] == "node" and "attribute_inputs" in entry:
+            fields = entry["attribute_inputs"]
+            if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+                raise src.error((op, "attribute_inputs"), f"attribute_inputs must be a list of field names, found {fields!r}")
     return dict(src.data)
 
 
