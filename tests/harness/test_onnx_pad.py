@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 from harness.generate.cases import case_from_arrays, output_values
+from harness.judge.diff import judge
+from harness.model.backend import Outputs
 from harness.model.descriptor import TensorDesc
+from harness.model.layout import pack_buffer
 from tests.helpers import SPECS
 
 PAD = "PADDING1"
@@ -104,3 +107,25 @@ def test_the_pad_table_entry_is_checked(tmp_path):
         load_mapping(bad)
     assert "PADDING1" in str(raised.value) and "modes" in str(raised.value)
 
+
+def _float16_diff(x_bits: list[int], actual_bits: list[int]):
+    """The judged result of a backend that gave `actual_bits` for EDGE padding of one element at
+    both ends of a [1, n] float16 input."""
+    spec = SPECS.operator(PAD)
+    case = _case("FLOAT16", np.array([x_bits], np.uint16).view(np.float16), EDGE, [0, 1], [0, 1])
+    desc = case.descriptor.tensors["OutputTensor"]
+    actual = np.array([actual_bits], np.uint16).view(np.float16)
+    return judge(spec, case, Outputs({"OutputTensor": pack_buffer(actual, desc, SPECS.catalog.dtype("FLOAT16"))}), True)
+
+
+def test_the_quieted_nan_expectation_explains_nans_only():
+    """ort-pad-float16-quiets-signaling-nan reads `x`, the value the reference moved to each output
+    element: a NaN's bits changed are explained, any other changed value is not."""
+    from harness.run.registry import expectations_for
+    expectations = expectations_for("onnxruntime")
+    quieted = _float16_diff([0x7C01, 0x3C00], [0x7E01, 0x7E01, 0x3C00, 0x3C00])
+    assert quieted.mismatch_count == 2
+    found = expectations.explain(PAD, "FLOAT16", quieted, "FLOAT16")
+    assert found is not None and found.id == "ort-pad-float16-quiets-signaling-nan"
+    also_wrong = _float16_diff([0x7C01, 0x3C00], [0x7E01, 0x7E01, 0x3C00, 0x4000])  # 1.0 -> 2.0 as well
+    assert expectations.explain(PAD, "FLOAT16", also_wrong, "FLOAT16") is None
