@@ -26,7 +26,7 @@ from harness.model.layout import output_buffer, read_logical
 from harness.spec.fused import fused_choice
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs
 from harness.model.validator import case_verdict
-from harness.model.facts import attribute_names
+from harness.model.facts import attribute_names, scalar_union
 from harness.spec.shape_expr import parse_shape_expr
 
 from harness.model.backend import Capabilities, Crashed, Outputs, RunResult, Unsupported
@@ -45,13 +45,16 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "reduce": ("inputs", "axes", "function", "ops"),
     "slice_window": ("inputs", "offsets", "sizes", "strides"),
     "top_k": ("inputs", "axis", "k", "largest", "values", "indices"),
+    "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
 
 def load_mapping(path: Path) -> dict[str, dict]:
     """The operator table (backends/onnxruntime_ops.yaml), checked: a known builder per operator,
-    a node's op and inputs; SpecError naming file, line and key otherwise."""
+    the keys its builder reads (a node's op and inputs, ...), a node's `attribute_inputs` a list of
+    field names; SpecError naming file, line and key otherwise (a malformed line would otherwise
+    surface as a crash of every case of its operator, far from the line that caused it)."""
     src = load_yaml(path)
     if not isinstance(src.data, dict):
         raise src.error((), "expected a mapping of operator names")
@@ -59,10 +62,14 @@ def load_mapping(path: Path) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
         needs = _BUILDER_KEYS[entry["builder"]]
-        kinds = {"inputs": list, "ops": dict}
+        kinds = {"inputs": list, "ops": dict, "modes": dict}
         missing = [k for k in needs if k not in entry or not isinstance(entry[k], kinds.get(k, str))]
         if missing:
             raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
+        if entry["builder"] == "node" and "attribute_inputs" in entry:
+            fields = entry["attribute_inputs"]
+            if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+                raise src.error((op, "attribute_inputs"), f"attribute_inputs must be a list of field names, found {fields!r}")
     return dict(src.data)
 
 
@@ -181,6 +188,8 @@ class OnnxRuntimeBackend:
             return self._slice_window(entry, d, inputs)
         if entry["builder"] == "top_k":
             return self._top_k(entry, d, inputs)
+        if entry["builder"] == "pad":
+            return self._pad(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -345,6 +354,43 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         values, indices = self._session(key, build).run(None, {"x": x})
         return {entry["values"]: values, entry["indices"]: indices}
+
+    def _pad(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Pad: the enum field `mode`'s member picks the ONNX mode (`modes`; a member
+        without one is unsupported: ONNX has no SYMMETRIC), the pads input is int64
+        [starts..., ends...] from the two array fields, and in constant mode the scalar union
+        `value` is the constant_value input, converted to the tensor's type as the reference
+        converts it (harness.model.facts.scalar_union). ONNX Runtime rejects a reflect pad that
+        reaches the dimension's size (it mirrors once, the page folds periodically), so such
+        a case is unsupported before it runs."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        field = spec.field(entry["mode"])
+        member = next((m for m, v in (field.enum or {}).items() if v == names[entry["mode"]]), None)
+        mode = entry["modes"].get(member)
+        if mode is None:
+            raise _Unsupported(f"ONNX Pad has no mode for {entry['mode']} = {member}")
+        starts, ends = list(names[entry["starts"]]), list(names[entry["ends"]])
+        if mode == "reflect":
+            for axis, (n, before, after) in enumerate(zip(x.shape, starts, ends)):
+                if max(before, after) >= n:
+                    raise _Unsupported(f"ONNX Runtime's reflect Pad takes pads below the dimension's size only "
+                                       f"(dimension {axis}: size {n}, pads {before} and {after})")
+        constant = None
+        if mode == "constant":
+            constant = scalar_union(d.attributes.get(entry["value"], 0), self.specs.catalog.dtype(in_type).numpy)
+        out_shape = [n + before + after for n, before, after in zip(x.shape, starts, ends)]
+        key = ("Pad", mode, in_type, tuple(x.shape), tuple(starts), tuple(ends), None if constant is None else constant.tobytes())
+
+        def build() -> Any:
+            from onnx import TensorProto, helper, numpy_helper
+            inits = [helper.make_tensor("pads", TensorProto.INT64, [2 * x.ndim], starts + ends)]
+            if constant is not None:  # from the array itself: its bits, NaN payloads included
+                inits.append(numpy_helper.from_array(constant, "constant_value"))
+            node = helper.make_node("Pad", ["x"] + [i.name for i in inits], ["y"], mode=mode)
+            graph = helper.make_graph([node], "Pad", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
 
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a

@@ -135,6 +135,7 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
             when = parse_formula(raw.get("when", "0"))
         except FormulaError as exc:
             raise src.error(("expectations", index, "when"), str(exc)) from None
+        _check_input_bits(src, index, raw.get("probe"))
         descriptor_when = None
         if "descriptor_when" in raw:
             try:
@@ -150,11 +151,29 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
     return ExpectationSet(backend, items)
 
 
+def _check_input_bits(src, index: int, probe: object) -> None:
+    """A probe's `input_bits`: tensor -> list of whole numbers, each tensor typed by the probe's
+    `types` (its bits have no meaning otherwise) and not given in `inputs` too."""
+    if not isinstance(probe, dict) or "input_bits" not in probe:
+        return
+    where = ("expectations", index, "probe", "input_bits")
+    bits, types, inputs = probe["input_bits"], probe.get("types") or {}, probe.get("inputs") or {}
+    if not isinstance(bits, dict):
+        raise src.error(where, "expected a mapping of tensor -> list of bit patterns")
+    for name, patterns in bits.items():
+        if name not in types or name in inputs:
+            raise src.error(where + (name,), f"{name} must be typed in the probe's types and not also given in inputs")
+        if not isinstance(patterns, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in patterns):
+            raise src.error(where + (name,), "expected a list of non-negative integer bit patterns")
+
+
 STALE = Status.STALE
 
 
 def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
-    """The expectation's probe as a case (None when it has no probe)."""
+    """The expectation's probe as a case (None when it has no probe). `inputs` are decimal values;
+    `input_bits` gives a tensor's elements as raw bit patterns of its type instead, for values a
+    decimal cannot name (a signaling NaN, a NaN's payload); a tensor may be in one or the other."""
     if not item.probe:
         return None
     import numpy as np
@@ -163,7 +182,12 @@ def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
     from harness.model.descriptor import TensorDesc
     types = dict(item.probe["types"])
     layouts = None
-    values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe["inputs"].items()}
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in item.probe.get("inputs", {}).items()}
+    for name, bits in item.probe.get("input_bits", {}).items():
+        dtype = specs.catalog.dtype(types[name])  # the bits viewed as the type: no conversion touches them
+        if any(not 0 <= int(b) < 1 << dtype.bits for b in bits):
+            raise ValueError(f"probe of {item.id}: input_bits of {name} must be {dtype.bits}-bit patterns of {dtype.name}")
+        values[name] = np.asarray([int(b) for b in bits], dtype=dtype.bits_numpy).view(dtype.numpy)
     if "tensor_sizes" in item.probe:  # index-space operators: each tensor its own Sizes
         layouts = {n: TensorDesc(t, list(item.probe["tensor_sizes"][n])) for n, t in types.items()}
         values = {k: v.reshape(item.probe["tensor_sizes"][k]) for k, v in values.items()}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from harness.model.descriptor import Descriptor
 from harness.spec.catalog import Catalog
 from harness.spec.operator import OperatorSpec, enum_members
@@ -42,3 +44,14 @@ def tensor_facts(descriptor: Descriptor, catalog: Catalog | None = None) -> dict
         return catalog.data_types[name].enum if catalog is not None and name in catalog.data_types else None
     return {name: TensorFacts(tuple(t.sizes), t.dim_count, data_type(t.data_type)) if t is not None else TensorFacts(None)
             for name, t in descriptor.tensors.items()}
+
+
+def scalar_union(value: Any, numpy_type: Any) -> np.ndarray:
+    """A DML_SCALAR_UNION attribute (a Python number, as case files hold it) as the 0-d array of
+    the tensor type it fills: one conversion for the reference and the backends that take the
+    value as a tensor (ONNX Pad's constant_value), so that they agree on it bit for bit. An
+    integer stays an exact integer (INT64 and UINT64 values beyond 2^53 are not read as floats);
+    NaN and out-of-range floats convert as NumPy converts them (no warning: an invalid case
+    may hold such a value)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(numpy_type)

@@ -125,3 +125,34 @@ def test_a_status_expectation_may_name_the_descriptors_it_explains():
                                             descriptor_holds=lambda expr: descriptor_holds(expr, spec, case.descriptor))
         assert (found is item) is explained
     assert expectations.explain_status(HSIG, "crashed", None, "boom", "FLOAT32") is None  # nothing to evaluate it on
+
+
+def _probe_file(tmp_path, probe: str):
+    from harness.judge.expectations import load_expectations
+    (tmp_path / "b.yaml").write_text(
+        "backend: b\nexpectations:\n"
+        "  - {id: p, operator: PADDING1, data_types: [FLOAT16], when: 'isnan(x)', why: w,\n"
+        f"     probe: {probe}}}\n")
+    return load_expectations("b", tmp_path)
+
+
+def test_a_probe_may_give_inputs_as_raw_bits(tmp_path):
+    """`input_bits`: what no decimal names (a signaling NaN, a NaN's payload) reaches the input
+    buffer bit for bit."""
+    from harness.judge.expectations import probe_case
+    expectations = _probe_file(tmp_path, "{types: {InputTensor: FLOAT16, OutputTensor: FLOAT16}, "
+                                         "tensor_sizes: {InputTensor: [1, 3], OutputTensor: [1, 4]}, "
+                                         "attributes: {PaddingMode: 1, PaddingValueDataType: 2, PaddingValue: 0.0, "
+                                         "StartPadding: [0, 1], EndPadding: [0, 0]}, "
+                                         "input_bits: {InputTensor: [0x7C01, 0xFE05, 0x8000]}}")
+    case = probe_case(expectations.items[0], SPECS, "6.4")
+    assert np.frombuffer(case.inputs["InputTensor"], np.uint16)[:3].tolist() == [0x7C01, 0xFE05, 0x8000]  # then alignment padding
+
+
+@pytest.mark.parametrize("bits", ["{OutputTensor: [1]}", "{InputTensor: 7}", "{InputTensor: [-1]}", "{InputTensor: [1.5]}"])
+def test_input_bits_are_checked_when_the_file_is_read(tmp_path, bits):
+    from harness.spec.source import SpecError
+    with pytest.raises(SpecError) as raised:
+        _probe_file(tmp_path, "{types: {InputTensor: FLOAT16, OutputTensor: FLOAT16}, inputs: {OutputTensor: [1]}, "
+                              f"input_bits: {bits}}}")
+    assert "input_bits" in str(raised.value)

@@ -46,3 +46,18 @@ def test_float16_tensors_get_the_nearest_float16_bound(ort):
     # float32(0.1) is nearest to 1638 * 2^-14 (0x2E66) among the FLOAT16 values
     _, out = _run(ort, "FLOAT16", [0.0, 0.5], {"Min": 0.1, "Max": 1000.0})
     assert out.view(np.uint16).tolist() == [0x2E66, 0x3800]
+
+
+@pytest.mark.parametrize("given", ["Min", "[Min, 3]", "{Min: Max}"])
+def test_attribute_inputs_must_be_a_list_of_field_names(tmp_path, given):
+    """A malformed `attribute_inputs` is named where it is written (file, line, key), not met as
+    a crash of every case of the operator."""
+    from backends.onnxruntime_backend import load_mapping
+    from harness.spec.source import SpecError
+    bad = tmp_path / "ops.yaml"
+    bad.write_text("ELEMENT_WISE_SIGN: {builder: node, op: Sign, inputs: [InputTensor]}\n"
+                   f"ELEMENT_WISE_CLIP: {{builder: node, op: Clip, inputs: [InputTensor], attribute_inputs: {given}}}\n")
+    with pytest.raises(SpecError) as raised:
+        load_mapping(bad)
+    message = str(raised.value)
+    assert "ops.yaml:2" in message and "ELEMENT_WISE_CLIP" in message and "attribute_inputs must be a list of field names" in message

@@ -9,13 +9,15 @@ the output's Sizes say how many elements are taken (the validator has checked th
 within the window). Mode `pad`: the input placed after `start` elements per dimension; around
 it, the padding rule whose spec expression holds (constant, edge, reflection, symmetric), applied
 per dimension (the mirrors fold periodically over earlier padding, as the page's examples show).
+The formula's input variable (`x`) is bound per output element to the value copied there (an
+input element, or the padding value), which is what expectation files' `when` reads.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import attribute_names, scalar_union, tensor_facts
 from harness.reference.families import FamilyResult
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
@@ -64,8 +66,7 @@ def _pad(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, out_shape: l
         padding |= pad.reshape(shape)
     result = x[np.ix_(*index)].astype(out_numpy, copy=True)
     if rule == "constant":
-        with np.errstate(all="ignore"):
-            result[padding] = np.asarray(descriptor.attributes.get(family.params["value"], 0)).astype(out_numpy)
+        result[padding] = scalar_union(descriptor.attributes.get(family.params["value"], 0), out_numpy)
     return result
 
 
@@ -99,5 +100,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
     result = np.ascontiguousarray(result).astype(out_type.numpy, copy=False)
     family_result = FamilyResult({out_name: result})
+    # the formula's variable per output element (the input element copied there, or the padding
+    # value): what failure reports show beside a difference and expectation files' `when` reads
+    family_result.summaries[var] = result
     family_result.unspecified[out_name] = _unspecified(spec, descriptor, var, result)
     return family_result
