@@ -71,6 +71,18 @@ def _point(values: np.ndarray, is_float: bool, n: int) -> Part:
     return Part(v, v.copy(), nan, np.zeros(n, dtype=np.uint16), is_float)
 
 
+def _spread(part: Part, spread: np.ndarray) -> Part:
+    """`part` widened by `spread` on each side where its value is real (a family's error bound),
+    tagged `rounding` where it moved; an infinite spread holds every value, NaN included."""
+    with np.errstate(invalid="ignore"):
+        wide = part.real & (spread > 0)
+        everything = part.real & np.isinf(spread)
+        lo = np.where(everything, -np.inf, np.where(wide, part.lo - spread, part.lo))
+        hi = np.where(everything, np.inf, np.where(wide, part.hi + spread, part.hi))
+    tags = part.tags | np.where(wide, np.uint16(liberty_bit("rounding")), np.uint16(0))
+    return Part(lo, hi, part.nan | everything, tags, part.is_float)
+
+
 def _bool_part(true_possible: np.ndarray, false_possible: np.ndarray, tags: np.ndarray) -> Part:
     any_ = true_possible | false_possible
     lo = np.where(any_, np.where(false_possible, 0.0, 1.0), np.nan)
@@ -189,6 +201,9 @@ class Operand:
     values: np.ndarray
     source: str            # input | attribute | constant
     data_type: str | None  # the tensor's data type (inputs), FLOAT32 for FLOAT attributes, None otherwise
+    # a value a family computed within a bound (matmul's dot product): the variable may be anything in
+    # [values - spread, values + spread] (liberty `rounding`); an infinite spread also allows NaN
+    spread: np.ndarray | None = None
 
 
 class LegalEvaluator:
@@ -210,6 +225,8 @@ class LegalEvaluator:
         is_float = op.data_type in _NUMPY or (op.source != "input" and np.asarray(op.values).dtype.kind == "f")
         part = _point(op.values, is_float, self.n)
         part.tags = self.base.copy()
+        if op.spread is not None:
+            part = _spread(part, np.broadcast_to(np.asarray(op.spread, dtype=np.float64), (self.n,)))
         parts = [part]
         if op.data_type == "FLOAT32" and op.source in ("input", "attribute"):
             liberty = "fp32_input_flush" if op.source == "input" else "fp32_attribute_flush"
