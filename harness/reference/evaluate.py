@@ -439,11 +439,11 @@ class FamilyExpected(Expected):
             tags[hit] |= liberty_bit("rounding")
         return accepted, tags
 
-    def _epilogue_legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The spec's expression under the precision model over the values the plug-in computed per
-        output element, each anywhere within its bound (FamilyResult.epilogue): the element-wise
-        model's rules for Alpha, Beta, C and a fused activation, as for any element-wise operator."""
-        from harness.reference.legal import ModelUnsupported, Operand, contains, legal_values
+    def _epilogue_operands(self, name: str, flat_index: np.ndarray):
+        """The precision model's operands of the output's epilogue at `flat_index`: the values the
+        plug-in computed (FamilyResult.epilogue) each widened by its bound, the inputs, attributes
+        and constants as for an element-wise formula; with the context and the tensor types."""
+        from harness.reference.legal import Operand
         spec, descriptor = self.spec, self.case.descriptor
         members = struct_variables([f for f in spec.attribute_fields if f.name in spec.formula.attributes])
         ctx = self.family_context[name]
@@ -464,9 +464,17 @@ class FamilyExpected(Expected):
             else:
                 operands[var] = Operand(picked, "constant", None)
         tensor_types = [t.data_type for t in descriptor.tensors.values() if t is not None]
+        return operands, replace(ctx, variables={k: o.values for k, o in operands.items()}), tensor_types
+
+    def _epilogue_legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The spec's expression under the precision model over the values the plug-in computed per
+        output element, each anywhere within its bound (FamilyResult.epilogue): the element-wise
+        model's rules for Alpha, Beta, C and a fused activation, as for any element-wise operator."""
+        from harness.reference.legal import ModelUnsupported, contains, legal_values
+        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
         try:
-            parts = legal_values(spec.catalog.arithmetic, spec.formula.expression, operands, int(flat_index.size),
-                                 replace(ctx, variables={k: o.values for k, o in operands.items()}), self._out_type(name), tensor_types)
+            parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands, int(flat_index.size),
+                                 ctx, self._out_type(name), tensor_types)
         except ModelUnsupported as exc:
             self.legal_note = str(exc)
             return np.zeros(flat_index.shape, dtype=bool), np.zeros(flat_index.shape, dtype=np.uint16)
@@ -474,7 +482,30 @@ class FamilyExpected(Expected):
             return contains(parts, np.asarray(actual).astype(np.float64))
 
     def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        return np.zeros(flat_index.shape, dtype=bool), []
+        """Where an `unspecified` rule of the epilogue may hold on some legal evaluation (the dot
+        product anywhere within its bound, the precision model's liberties after it: an overflowed
+        ab times a zero Alpha is NaN, which a fused activation's min/max may meet)."""
+        from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
+        mask = np.zeros(flat_index.shape, dtype=bool)
+        reasons: list[str] = []
+        if name not in self.family.epilogue:
+            return mask, reasons
+        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
+        model = self.spec.catalog.arithmetic
+        for rule in self.spec.unspecified:
+            if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
+                continue
+            try:
+                parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
+                                     tensor_types, convert_output=False)
+            except ModelUnsupported:
+                continue
+            hit, tags = may_be_true(parts)
+            if hit.any():
+                needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))})
+                reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+                mask |= hit
+        return mask, reasons
 
 
 class ReferenceMemo:
