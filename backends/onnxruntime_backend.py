@@ -366,7 +366,8 @@ class OnnxRuntimeBackend:
         numpy_type = self.specs.catalog.dtype(dtype).numpy
         scalars = {}
         for key in ("alpha", "beta") if c is not None else ("alpha",):
-            value = np.float32(names[entry[key]])
+            # the attribute itself: attribute_names() gives shape expressions whole numbers, -0.0 as 0
+            value = np.float32(d.attributes.get(entry[key], spec.default_attributes().get(entry[key], 0.0)))
             with np.errstate(over="ignore"):
                 held = np.asarray(value).astype(numpy_type)
             if not (held == value or (np.isnan(held) and np.isnan(value))):

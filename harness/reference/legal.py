@@ -166,6 +166,17 @@ def _contains_inf(p: Part) -> np.ndarray:
     return p.real & ((p.hi == np.inf) | (p.lo == -np.inf))
 
 
+def _end_product(x: np.ndarray, px: Part, y: np.ndarray, py: Part) -> np.ndarray:
+    """x * y for ends x of px and y of py. An infinite end of an interval that also holds finite
+    values (a bound of inf around a dot product: [-inf, +inf]) times a zero end is that zero, signed,
+    not NaN: the finite values near that end give it (the NaN that inf * 0 itself gives is the
+    product's NaN flag, set apart). A point infinity times zero stays NaN only."""
+    with np.errstate(all="ignore"):
+        p = x * y
+        limit = np.isnan(p) & ~np.isnan(x) & ~np.isnan(y) & ((np.isinf(x) & (px.lo != px.hi)) | (np.isinf(y) & (py.lo != py.hi)))
+        return np.where(limit, np.copysign(0.0, np.copysign(1.0, x) * np.copysign(1.0, y)), p)
+
+
 def _hull_of(corners: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The smallest interval holding every corner. Zeros keep their signs: nanmin/nanmax see -0 and
     +0 as equal and return either, so a hull whose end is a zero reached as -0 by one corner and +0
@@ -299,7 +310,7 @@ class LegalEvaluator:
 
     def _product(self, pa: Part, pb: Part, tags: np.ndarray) -> Part:
         with np.errstate(all="ignore"):
-            lo, hi = _hull_of([pa.lo * pb.lo, pa.lo * pb.hi, pa.hi * pb.lo, pa.hi * pb.hi])
+            lo, hi = _hull_of([_end_product(x, pa, y, pb) for x in (pa.lo, pa.hi) for y in (pb.lo, pb.hi)])
         both = pa.present & pb.present
         nan = both & (pa.nan | pb.nan | (_contains_zero(pa) & _contains_inf(pb)) | (_contains_inf(pa) & _contains_zero(pb)))
         real = pa.real & pb.real
