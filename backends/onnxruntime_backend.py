@@ -46,6 +46,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "slice_window": ("inputs", "offsets", "sizes", "strides"),
     "top_k": ("inputs", "axis", "k", "largest", "values", "indices"),
     "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
+    "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -190,6 +191,8 @@ class OnnxRuntimeBackend:
             return self._top_k(entry, d, inputs)
         if entry["builder"] == "pad":
             return self._pad(entry, d, inputs)
+        if entry["builder"] == "matmul":
+            return self._matmul(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -391,6 +394,63 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
+
+    def _matmul(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """alpha * op(A) x op(B) + beta * C as ONNX Transpose (last two dims, where the spec's
+        expression holds), MatMul (batched over the leading dims), Mul and, with C, Mul and Add: each
+        step rounded to the tensor type, one of the orders a D3D device may take. The scalars are
+        constants of the tensor's type, so a FLOAT alpha or beta that the type cannot hold (1e-45 in
+        FLOAT16) is not expressible: unsupported. Without C, beta is ignored, as the page says."""
+        spec = self.specs.operator(d.operator)
+        a_name, b_name, c_name = (entry["inputs"] + [None])[:3]
+        names = attribute_names(spec, d.attributes)
+        a, b = inputs[a_name], inputs[b_name]
+        c = inputs.get(c_name) if c_name else None
+        dtype = d.tensors[a_name].data_type  # type: ignore[union-attr]
+        if dtype not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {dtype}")
+        numpy_type = self.specs.catalog.dtype(dtype).numpy
+        scalars = {}
+        for key in ("alpha", "beta") if c is not None else ("alpha",):
+            # the attribute itself: attribute_names() gives shape expressions whole numbers, -0.0 as 0
+            value = np.float32(d.attributes.get(entry[key], spec.default_attributes().get(entry[key], 0.0)))
+            with np.errstate(over="ignore"):
+                held = np.asarray(value).astype(numpy_type)
+            if not (held == value or (np.isnan(held) and np.isnan(value))):
+                raise _Unsupported(f"ONNX: {entry[key]} {float(value)!r} is not a {dtype} value, and the ONNX Mul takes it in the tensor's type")
+            scalars[key] = float(value)
+        ta, tb = _flag(entry["transpose_a"], names), _flag(entry["transpose_b"], names)
+        key = ("matmul", dtype, tuple(a.shape), tuple(b.shape), None if c is None else tuple(c.shape), ta, tb,
+               tuple(sorted(scalars.items())))
+
+        def perm(x: np.ndarray) -> list[int]:
+            return list(range(x.ndim - 2)) + [x.ndim - 1, x.ndim - 2]
+
+        out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+
+        def build() -> Any:
+            from onnx import helper
+            t = _ONNX_TYPES[dtype]
+            nodes, inits, a_in, b_in = [], [], "a", "b"
+            if ta:
+                nodes.append(helper.make_node("Transpose", ["a"], ["at"], perm=perm(a)))
+                a_in = "at"
+            if tb:
+                nodes.append(helper.make_node("Transpose", ["b"], ["bt"], perm=perm(b)))
+                b_in = "bt"
+            nodes += [helper.make_node("MatMul", [a_in, b_in], ["ab"]), helper.make_node("Mul", ["ab", "alpha"], ["y0"])]
+            inits.append(helper.make_tensor("alpha", t, [], [scalars["alpha"]]))
+            graph_inputs = [helper.make_tensor_value_info("a", t, list(a.shape)), helper.make_tensor_value_info("b", t, list(b.shape))]
+            if c is not None:
+                nodes += [helper.make_node("Mul", ["c", "beta"], ["bc"]), helper.make_node("Add", ["y0", "bc"], ["y"])]
+                inits.append(helper.make_tensor("beta", t, [], [scalars["beta"]]))
+                graph_inputs.append(helper.make_tensor_value_info("c", t, list(c.shape)))
+            else:
+                nodes.append(helper.make_node("Identity", ["y0"], ["y"]))
+            graph = helper.make_graph(nodes, "Gemm", graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
+        return self._session(key, build).run(None, feeds)[0]
 
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a

@@ -362,6 +362,13 @@ def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None
     return True
 
 
+def _tensors_read(spec: OperatorSpec, rule: str) -> frozenset[str]:
+    """The tensors an expression or shape rule reads: the valid descriptor it starts from must
+    have them (a rule over an optional tensor, GEMM's C, breaks only where that tensor is present)."""
+    c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape")), None)
+    return frozenset(c.reads) if c is not None else frozenset()
+
+
 @st.composite
 def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
                   config: GenConfig = DEFAULT_CONFIG) -> Case:
@@ -370,7 +377,8 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     members = None
     if spec.variant_key is not None:  # start from a member whose table lets the rule break alone
         members = tuple(m for m in reachable_members(spec, level, rule) if m is not None)
-    descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config, members=members)))
+    descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config, members=members,
+                                                      present=_tensors_read(spec, rule))))
     result = breaker_for(rule)(draw, spec, level, descriptor)
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")

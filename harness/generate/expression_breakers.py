@@ -23,6 +23,7 @@ from harness.model.validator import validate
 from harness.spec.operator import OperatorSpec
 from harness.generate.layouts import reset_layout
 from harness.generate.strategies import dependent_values, derive_sizes
+from harness.spec.shape_expr import FREE
 from harness.generate.types import coverage_plan
 
 UINT32_MAX = 2**32 - 1
@@ -38,9 +39,12 @@ def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] 
         if t is None or name in keep:
             continue
         try:
-            t.sizes = derive_sizes(spec, d, name)
+            want = derive_sizes(spec, d, name)
         except ValueError:
             return False
+        # a `free` position keeps the size the tensor has there (1 where its rank changed)
+        old = list(t.sizes) if len(t.sizes) == len(want) else [1] * len(want)
+        t.sizes = [o if w is FREE else w for o, w in zip(old, want)]
         t.dimension_count = None
         reset_layout(t)
     return True
@@ -117,6 +121,9 @@ def _shape_rule_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutatio
         except ValueError:
             continue
         for i, v in enumerate(want):
+            if v is FREE:  # any size is valid there: nothing to step past
+                continue
+
             def apply(x: Descriptor, name: str = name, want: list[int] = want, i: int = i, v: int = v) -> None:
                 t = x.tensors[name]
                 assert t is not None
@@ -173,19 +180,21 @@ def first_array_values(spec: OperatorSpec, d: Descriptor) -> dict[str, Any]:
 def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = None) -> bool:
     """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level` (of
     the variant key's `member`, where the tables depend on one)."""
-    plan = coverage_plan(spec, level, member=member)
-    if not plan:
-        return False
-    types, dims, _ = plan[-1]
-    tensors: dict[str, TensorDesc | None] = {}
+    # one cell per pattern of present tensors and dimension count, newest first: a rule over an
+    # optional tensor (GEMM's C) is breakable only where that tensor is present
+    patterns: dict[tuple, tuple] = {}
+    for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
+        patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))
     derived = {c.tensors[0] for c in spec.shape_rules}
-    for f in spec.tensor_fields:
-        t = types[f.name]
-        tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
-    d = Descriptor(spec.name, tensors, {**spec.default_attributes(), **spec.variant_attributes(member)})
-    d.attributes.update(first_array_values(spec, d))
-    if derived and not rederive(spec, d):
-        return False
-    if not validate(spec, d, level).accepted:
-        return False
-    return break_alone(spec, level, d, rule) is not None
+    for types, dims in patterns.values():
+        tensors: dict[str, TensorDesc | None] = {}
+        for f in spec.tensor_fields:
+            t = types[f.name]
+            tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
+        d = Descriptor(spec.name, tensors, {**spec.default_attributes(), **spec.variant_attributes(member)})
+        d.attributes.update(first_array_values(spec, d))
+        if derived and not rederive(spec, d):
+            continue
+        if validate(spec, d, level).accepted and break_alone(spec, level, d, rule) is not None:
+            return True
+    return False

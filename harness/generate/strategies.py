@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 from functools import lru_cache
+from math import prod
 
 import numpy as np
 from hypothesis import reject, strategies as st
@@ -15,6 +16,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, tensor_facts
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
+from harness.spec.shape_expr import FREE
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_strategy, layout_tags, sizes_strategy
@@ -67,7 +69,7 @@ def _struct_values(draw: st.DrawFn, spec: OperatorSpec) -> dict[str, float]:
 
 
 def _draw_cell(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None,
-               members: tuple[str, ...] | None) -> PlanCell:
+               members: tuple[str, ...] | None, present: frozenset[str] = frozenset()) -> PlanCell:
     """A cell of the coverage plan. With a variant key, the member first (evenly among those
     whose table allows `data_type`, and among `members` when given), then a cell of its table:
     a member with a small table is drawn as often as one with a large table."""
@@ -79,6 +81,8 @@ def _draw_cell(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str |
         plan = coverage_plan(spec, level, data_type, uniform(draw, candidates)) if candidates else []
     if not plan:
         raise ValueError(f"{spec.name} has no valid type assignment at FL {level} with {data_type}")
+    if present:  # cells where these (optional) tensors are there, where the table has any
+        plan = [c for c in plan if all(c.types.get(name) is not None for name in present)] or plan
     return uniform(draw, plan)
 
 
@@ -129,13 +133,14 @@ def _union_values(draw: st.DrawFn, spec: OperatorSpec, attributes: dict[str, Any
 @st.composite
 def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
                       config: GenConfig = DEFAULT_CONFIG, cell: PlanCell | None = None,
-                      members: tuple[str, ...] | None = None) -> Descriptor:
+                      members: tuple[str, ...] | None = None, present: frozenset[str] = frozenset()) -> Descriptor:
     """A descriptor valid for `spec` at `level`; `data_type` fixes the primary input's type and
     `cell` (from coverage_plan) fixes every tensor's type, the dimension count and the variant
-    key's member; `members` limits the members drawn (breakers that only some can break)."""
+    key's member; `members` limits the members drawn (breakers that only some can break), `present`
+    the cells to those with these tensors (a breaker of a rule over an optional tensor)."""
     catalog = spec.catalog
     if cell is None:
-        cell = _draw_cell(draw, spec, level, data_type, members)
+        cell = _draw_cell(draw, spec, level, data_type, members, present)
     types, dim_count, member = PlanCell(*cell)
     group = shape_group(spec)
     derived = {c.tensors[0] for c in spec.shape_rules}
@@ -159,6 +164,9 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         t = types[f.name]
         if f.name in derived and t is not None:
             sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
+            if FREE in sizes:  # its own dimensions: drawn within what the fixed ones leave of the budget
+                budget = max(1, config.max_elements // max(1, prod(s for s in sizes if s is not FREE)))
+                sizes = [draw(ints(1, max(1, min(config.max_dim_size, budget)))) if s is FREE else s for s in sizes]
             if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
                 sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
             tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
@@ -229,12 +237,13 @@ def _reads(pool: dict) -> set[str]:
     return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
 
 
-def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list[int]:
-    """The Sizes the spec's `shape` rule gives `tensor` in `descriptor` (ValueError when it gives none)."""
+def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list:
+    """The Sizes the spec's `shape` rule gives `tensor` in `descriptor` (ValueError when it gives
+    none); a position the rule leaves `free` is FREE, for the caller to fill."""
     for c in spec.shape_rules:
         if c.tensors[0] == tensor and c.sizes is not None:
             sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog))
-            if isinstance(sizes, list) and sizes and all(isinstance(v, int) and v >= 0 for v in sizes):
+            if isinstance(sizes, list) and sizes and all(v is FREE or (isinstance(v, int) and v >= 0) for v in sizes):
                 return sizes
             raise ValueError(f"{spec.name}: shape rule {c.id} gives {sizes!r} for {tensor}")
     raise ValueError(f"{spec.name}: no shape rule for {tensor}")

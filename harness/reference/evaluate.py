@@ -385,6 +385,11 @@ class FamilyExpected(Expected):
         result = family_compute(spec.formula.family.name)(spec, case.descriptor, family_inputs(spec, case.descriptor, case.inputs))
         super().__init__(spec, case, result.outputs, result.summaries, EvalContext(variables=dict(result.summaries)))
         self.family = result
+        # the context of each output's epilogue (its expression's variables per output element)
+        self.family_context: dict[str, EvalContext] = dict(result.contexts)
+        if spec.formula.output in self.family_context:  # expectation files' `when` read the epilogue's variables too
+            ctx = self.family_context[spec.formula.output]
+            self._ctx = replace(ctx, variables={**ctx.variables, **result.summaries})
 
     def _subset_context(self, name: str, flat_index: np.ndarray | None) -> EvalContext:
         raise NotImplementedError("a family operator's comparisons are given by its plug-in")
@@ -419,6 +424,11 @@ class FamilyExpected(Expected):
             hit = ~accepted & (values.reshape(-1)[flat_index] == np.asarray(actual))
             accepted |= hit
             tags[hit] |= liberty_bit(liberty)
+        if name in self.family.epilogue:
+            hit, hit_tags = self._epilogue_legal(name, flat_index, actual)
+            hit &= ~accepted
+            accepted |= hit
+            tags[hit] |= hit_tags[hit]
         if name in self.family.bounds:
             exact, bound = (a.reshape(-1)[flat_index] for a in self.family.bounds[name])
             with np.errstate(invalid="ignore", over="ignore"):
@@ -429,8 +439,73 @@ class FamilyExpected(Expected):
             tags[hit] |= liberty_bit("rounding")
         return accepted, tags
 
+    def _epilogue_operands(self, name: str, flat_index: np.ndarray):
+        """The precision model's operands of the output's epilogue at `flat_index`: the values the
+        plug-in computed (FamilyResult.epilogue) each widened by its bound, the inputs, attributes
+        and constants as for an element-wise formula; with the context and the tensor types."""
+        from harness.reference.legal import Operand
+        spec, descriptor = self.spec, self.case.descriptor
+        members = struct_variables([f for f in spec.attribute_fields if f.name in spec.formula.attributes])
+        ctx = self.family_context[name]
+        operands: dict[str, Operand] = {}
+        for var, value in ctx.variables.items():
+            arr = np.asarray(value)
+            picked = arr.reshape(-1)[flat_index] if arr.ndim else arr
+            tensor = spec.formula.inputs.get(var)
+            if var in self.family.epilogue[name]:
+                spread = self.family.epilogue[name][var][1]
+                operands[var] = Operand(picked, "constant", None, None if spread is None else spread.reshape(-1)[flat_index])
+            elif tensor is not None and descriptor.tensors.get(tensor) is not None:
+                operands[var] = Operand(picked, "input", descriptor.tensors[tensor].data_type)
+            elif members.get(var):
+                operands[var] = Operand(picked, "attribute", "FLOAT32")
+            elif var in spec.formula.attributes:
+                operands[var] = Operand(picked, "attribute", "FLOAT32" if spec.field(var).c_type == "FLOAT" else None)
+            else:
+                operands[var] = Operand(picked, "constant", None)
+        tensor_types = [t.data_type for t in descriptor.tensors.values() if t is not None]
+        return operands, replace(ctx, variables={k: o.values for k, o in operands.items()}), tensor_types
+
+    def _epilogue_legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The spec's expression under the precision model over the values the plug-in computed per
+        output element, each anywhere within its bound (FamilyResult.epilogue): the element-wise
+        model's rules for Alpha, Beta, C and a fused activation, as for any element-wise operator."""
+        from harness.reference.legal import ModelUnsupported, contains, legal_values
+        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
+        try:
+            parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands, int(flat_index.size),
+                                 ctx, self._out_type(name), tensor_types)
+        except ModelUnsupported as exc:
+            self.legal_note = str(exc)
+            return np.zeros(flat_index.shape, dtype=bool), np.zeros(flat_index.shape, dtype=np.uint16)
+        with np.errstate(invalid="ignore"):
+            return contains(parts, np.asarray(actual).astype(np.float64))
+
     def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        return np.zeros(flat_index.shape, dtype=bool), []
+        """Where an `unspecified` rule of the epilogue may hold on some legal evaluation (the dot
+        product anywhere within its bound, the precision model's liberties after it: an overflowed
+        ab times a zero Alpha is NaN, which a fused activation's min/max may meet)."""
+        from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
+        mask = np.zeros(flat_index.shape, dtype=bool)
+        reasons: list[str] = []
+        if name not in self.family.epilogue:
+            return mask, reasons
+        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
+        model = self.spec.catalog.arithmetic
+        for rule in self.spec.unspecified:
+            if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
+                continue
+            try:
+                parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
+                                     tensor_types, convert_output=False)
+            except ModelUnsupported:
+                continue
+            hit, tags = may_be_true(parts)
+            if hit.any():
+                needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))})
+                reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+                mask |= hit
+        return mask, reasons
 
 
 class ReferenceMemo:

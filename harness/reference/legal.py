@@ -71,6 +71,18 @@ def _point(values: np.ndarray, is_float: bool, n: int) -> Part:
     return Part(v, v.copy(), nan, np.zeros(n, dtype=np.uint16), is_float)
 
 
+def _spread(part: Part, spread: np.ndarray) -> Part:
+    """`part` widened by `spread` on each side where its value is real (a family's error bound),
+    tagged `rounding` where it moved; an infinite spread holds every value, NaN included."""
+    with np.errstate(invalid="ignore"):
+        wide = part.real & (spread > 0)
+        everything = part.real & np.isinf(spread)
+        lo = np.where(everything, -np.inf, np.where(wide, part.lo - spread, part.lo))
+        hi = np.where(everything, np.inf, np.where(wide, part.hi + spread, part.hi))
+    tags = part.tags | np.where(wide, np.uint16(liberty_bit("rounding")), np.uint16(0))
+    return Part(lo, hi, part.nan | everything, tags, part.is_float)
+
+
 def _bool_part(true_possible: np.ndarray, false_possible: np.ndarray, tags: np.ndarray) -> Part:
     any_ = true_possible | false_possible
     lo = np.where(any_, np.where(false_possible, 0.0, 1.0), np.nan)
@@ -154,6 +166,17 @@ def _contains_inf(p: Part) -> np.ndarray:
     return p.real & ((p.hi == np.inf) | (p.lo == -np.inf))
 
 
+def _end_product(x: np.ndarray, px: Part, y: np.ndarray, py: Part) -> np.ndarray:
+    """x * y for ends x of px and y of py. An infinite end of an interval that also holds finite
+    values (a bound of inf around a dot product: [-inf, +inf]) times a zero end is that zero, signed,
+    not NaN: the finite values near that end give it (the NaN that inf * 0 itself gives is the
+    product's NaN flag, set apart). A point infinity times zero stays NaN only."""
+    with np.errstate(all="ignore"):
+        p = x * y
+        limit = np.isnan(p) & ~np.isnan(x) & ~np.isnan(y) & ((np.isinf(x) & (px.lo != px.hi)) | (np.isinf(y) & (py.lo != py.hi)))
+        return np.where(limit, np.copysign(0.0, np.copysign(1.0, x) * np.copysign(1.0, y)), p)
+
+
 def _hull_of(corners: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The smallest interval holding every corner. Zeros keep their signs: nanmin/nanmax see -0 and
     +0 as equal and return either, so a hull whose end is a zero reached as -0 by one corner and +0
@@ -189,6 +212,9 @@ class Operand:
     values: np.ndarray
     source: str            # input | attribute | constant
     data_type: str | None  # the tensor's data type (inputs), FLOAT32 for FLOAT attributes, None otherwise
+    # a value a family computed within a bound (matmul's dot product): the variable may be anything in
+    # [values - spread, values + spread] (liberty `rounding`); an infinite spread also allows NaN
+    spread: np.ndarray | None = None
 
 
 class LegalEvaluator:
@@ -210,6 +236,8 @@ class LegalEvaluator:
         is_float = op.data_type in _NUMPY or (op.source != "input" and np.asarray(op.values).dtype.kind == "f")
         part = _point(op.values, is_float, self.n)
         part.tags = self.base.copy()
+        if op.spread is not None:
+            part = _spread(part, np.broadcast_to(np.asarray(op.spread, dtype=np.float64), (self.n,)))
         parts = [part]
         if op.data_type == "FLOAT32" and op.source in ("input", "attribute"):
             liberty = "fp32_input_flush" if op.source == "input" else "fp32_attribute_flush"
@@ -282,7 +310,7 @@ class LegalEvaluator:
 
     def _product(self, pa: Part, pb: Part, tags: np.ndarray) -> Part:
         with np.errstate(all="ignore"):
-            lo, hi = _hull_of([pa.lo * pb.lo, pa.lo * pb.hi, pa.hi * pb.lo, pa.hi * pb.hi])
+            lo, hi = _hull_of([_end_product(x, pa, y, pb) for x in (pa.lo, pa.hi) for y in (pb.lo, pb.hi)])
         both = pa.present & pb.present
         nan = both & (pa.nan | pb.nan | (_contains_zero(pa) & _contains_inf(pb)) | (_contains_inf(pa) & _contains_zero(pb)))
         real = pa.real & pb.real

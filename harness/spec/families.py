@@ -17,7 +17,11 @@ formula language over the family's bound variables, with where it comes from).
 
 A family may also give the spec's `unspecified` rules variables of its own (ELEMENT_VARIABLES:
 facts about the group an input element belongs to, such as how many elements tie for an index
-reduction's pick), and its bounds variables per output element (BOUND_VARIABLES).
+reduction's pick), and its bounds variables per output element (BOUND_VARIABLES). A family whose
+output element is an element-wise function of a value it computes (matmul: the dot product `ab`,
+then Alpha, Beta, C and a fused activation) names that value in FORMULA_VARIABLES: the spec's
+expression reads it like an input, so the epilogue and its fused activation stay data in the spec
+(harness.spec.fused composes an activation over the expression as for any element-wise operator).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 
 @dataclass(frozen=True)
 class Param:
-    kind: str  # choice | array | scalar | output | union | expression | bounds
+    kind: str  # choice | array | scalar | output | input | union | expression | bounds
     required: bool = True
     choices: tuple[str, ...] = ()
     meaning: str = ""
@@ -81,6 +85,24 @@ FAMILIES: dict[str, dict[str, Param]] = {
                                                   "(period 2(n - 1), folding over earlier padding)", modes=("pad",)),
         "symmetric": Param("expression", meaning="true: mirrored including the edge elements (period 2n)", modes=("pad",)),
     },
+    "matmul": {
+        "a": Param("input", meaning="the left matrix tensor: its last two dims are {M, K}, or {K, M} where transpose_a holds"),
+        "b": Param("input", meaning="the right matrix tensor: its last two dims are {K, N}, or {N, K} where transpose_b holds"),
+        "transpose_a": Param("expression", meaning="true: a's last two dims are transposed before the product"),
+        "transpose_b": Param("expression", meaning="true: b's last two dims are transposed before the product"),
+        "bounds": Param("bounds", required=False,
+                        meaning="for the formula variable ab, the largest |device - exact| a conforming device may "
+                                "show, over BOUND_VARIABLES (without one: exact)"),
+    },
+}
+
+# Values a family computes per output element that the spec's expression (and its unspecified
+# rules) read like inputs (floats): the expression is then the element-wise epilogue.
+FORMULA_VARIABLES: dict[str, dict[str, str]] = {
+    "matmul": {
+        "ab": "the exact dot product of row m of op(a) and column n of op(b) over K (float64), per output element "
+              "{batch..., m, n}; the leading (batch) dims of a, b and the output are equal",
+    },
 }
 
 
@@ -109,6 +131,19 @@ BOUND_VARIABLES: dict[str, dict[str, str]] = {
         "max_abs": "the largest |x| over the group's finite elements",
         "big": "the product of max(1, |x|) over the finite elements: no partial product is larger",
         "small": "the product of min(1, |x|) over the finite non-zero elements: no partial product of them is smaller",
+    },
+    "matmul": {
+        "K": "the number of terms of the dot product (the shared dimension of op(a) and op(b))",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, product or partial sum may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every value of ab, NaN included",
+        "exact": "the exact dot product ab (float64)",
+        "sum_abs": "the sum of |a_k * b_k| over the K terms whose factors are finite",
+        "sum_inputs": "the sum of |a_k| + |b_k| over the K terms' finite factors (a flushed fp32 denormal factor moves "
+                      "its product by less than tiny times the other factor)",
     },
 }
 
@@ -156,7 +191,8 @@ class FamilySpec:
 
 def _read_bounds(value: Any, name: str, combine: tuple[str, ...]) -> dict[str, Bound]:
     """`bounds`: {choice: {atol: formula, why: text}}, each formula over the family's bound
-    variables (all floats) and choices that `combine` can take."""
+    variables (all floats), keyed by the choices that `combine` can take (or, for a family without
+    `combine`, by its FORMULA_VARIABLES)."""
     if not isinstance(value, dict):
         raise FormulaError("bounds: expected a mapping of combine choices to {atol, why}")
     variables = BOUND_VARIABLES.get(name, {})
@@ -176,6 +212,11 @@ def _read_bounds(value: Any, name: str, combine: tuple[str, ...]) -> dict[str, B
         check_kinds(formula, facts)
         out[choice] = Bound(formula, str(entry["why"]))
     return out
+
+
+def formula_variables(name: str | None) -> dict[str, str]:
+    """The values family `name` computes that the spec's expression reads ({} for no family)."""
+    return FORMULA_VARIABLES.get(name or "", {})
 
 
 def element_variables(name: str | None) -> dict[str, str]:
@@ -199,6 +240,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     arrays = {f.name for f in fields if getattr(f, "is_array", False)}
     scalars = {f.name for f in fields if f.role == "attribute" and f.c_type in ("UINT", "INT") and not f.is_count}
     outputs = {f.name for f in fields if f.role == "output"}
+    inputs = {f.name for f in fields if f.role == "input"}
     enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
     enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False)}
@@ -227,8 +269,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = value
         elif param.kind == "bounds":
             continue  # read below, once the choices of combine are known
-        elif param.kind in ("array", "scalar", "output", "union"):
-            allowed = {"array": arrays, "scalar": scalars, "output": outputs, "union": unions}[param.kind]
+        elif param.kind in ("array", "scalar", "output", "input", "union"):
+            allowed = {"array": arrays, "scalar": scalars, "output": outputs, "input": inputs, "union": unions}[param.kind]
             if value not in allowed:
                 raise FormulaError(f"{key}: {value!r} is not {'an' if param.kind != 'scalar' else 'a'} {param.kind} field "
                                    f"({', '.join(sorted(allowed)) or 'none'})")
@@ -237,5 +279,6 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = parse_shape_expr(str(value), names, tensors)
     family = FamilySpec(name, params, enum_choices)
     if "bounds" in raw:
-        params["bounds"] = _read_bounds(raw["bounds"], name, family.choices("combine") if "combine" in params else ())
+        keys = family.choices("combine") if "combine" in params else tuple(formula_variables(name))
+        params["bounds"] = _read_bounds(raw["bounds"], name, keys)
     return family

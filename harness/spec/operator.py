@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.spec.catalog import Catalog, DataType, load_catalog
 from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
-from harness.spec.families import FamilySpec, element_variables, read_family
+from harness.spec.families import FamilySpec, element_variables, formula_variables, read_family
 from harness.spec.schema import OPERATOR_SCHEMA
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
@@ -922,6 +922,15 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     constants = {name: _formula(src, ("formula", "constants", name), text) for name, text in fraw.get("constants", {}).items()}
     tensor_kinds = _tensor_type_kinds(support, catalog)
     constant_kinds: dict[str, Kinds] = {}
+    family = None
+    if "family" in fraw:
+        try:
+            family = read_family(fraw["family"], fields or [], shape_names(fields or []), roles.tensors)
+        except FormulaError as exc:
+            raise src.error(("formula", "family"), str(exc)) from None
+    computed = formula_variables(family.name if family else None)  # values the family computes (matmul's ab)
+    for name in computed:
+        constant_kinds[name] = frozenset({FLOAT})
     members = enum_members(fields or [])  # an enum attribute's members: named integers
     for member in members:
         constant_kinds[member] = frozenset({INTEGER})
@@ -932,7 +941,7 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
         constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
                                             _kind_facts(fraw, support, tensor_kinds, constant_kinds))
-    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names)
+    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names) | set(computed)
     _check_names(src, ("formula", "expression"), expression, names, tensor_names)
     evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
     generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
@@ -942,12 +951,6 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         if var not in fraw["inputs"]:
             raise src.error(("formula", "absent_inputs", var), f"{var!r} is not a formula input")
         absent[var] = float(raw["value"])
-    family = None
-    if "family" in fraw:
-        try:
-            family = read_family(fraw["family"], fields or [], shape_names(fields or []), roles.tensors)
-        except FormulaError as exc:
-            raise src.error(("formula", "family"), str(exc)) from None
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family)
     return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)
@@ -1082,9 +1085,11 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
     return attribute_values
 
 
-def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles) -> list[Example]:
-    """Read the examples: types for every tensor, equal lengths, known fields, values within their types."""
-    tensor_names = roles.tensors
+def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles,
+                   optional: frozenset[str] = frozenset()) -> list[Example]:
+    """Read the examples: types for every tensor (an optional input left out is absent, as the
+    page's nullptr), equal lengths, known fields, values within their types."""
+    every_tensor = roles.tensors
     examples = []
     names: set[str] = set()
     for index, raw in enumerate(data.get("examples", [])):
@@ -1092,8 +1097,10 @@ def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles
         if raw["name"] in names:
             raise src.error(path + ("name",), f"duplicate example name {raw['name']} (a test runs per name)")
         names.add(raw["name"])
-        if set(raw["types"]) != tensor_names:
-            raise src.error(path + ("types",), f"types must name every tensor field: {', '.join(sorted(tensor_names))}")
+        tensor_names = set(raw["types"]) & every_tensor
+        if not set(every_tensor) - optional <= set(raw["types"]) <= set(every_tensor):
+            raise src.error(path + ("types",), f"types must name every tensor field: {', '.join(sorted(every_tensor))}"
+                            + (f" (an optional input may be left out: absent): {', '.join(sorted(optional))}" if optional else ""))
         for tname, tt in raw["types"].items():
             if tt not in catalog.data_types:
                 raise src.error(path + ("types", tname), f"unknown data type {tt!r}")
@@ -1171,7 +1178,8 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     unspecified = _read_unspecified(src, data, catalog, scope, roles)
     comparison = _read_comparisons(src, data, catalog, scope, roles)
     attribute_values = _read_attribute_values(src, data, roles, fields)
-    examples = _read_examples(src, data, catalog, roles)
+    optional = frozenset(t for table in support for t, cell in table.tensors.items() if cell.optional)
+    examples = _read_examples(src, data, catalog, roles, optional)
     favour = _read_generation(src, data, scope, roles)
     limits = _read_limits(src, data, catalog, fields, roles)
 

@@ -47,6 +47,20 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")
 
 
+class _Free:
+    """`free` in a shape rule's Sizes: this position takes any size, a dimension of its own that no
+    other tensor fixes (a matrix product's N in B {K, N}, while K must equal A's). Generation draws
+    it; the validator accepts any size there; the invalid generator never mutates it. It is not a
+    number: arithmetic on it is a spec error."""
+
+    def __repr__(self) -> str:
+        return "free"
+
+
+FREE = _Free()
+FREE_NAME = "free"
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     """What a shape expression may read of one tensor field (None: absent tensor)."""
@@ -92,7 +106,8 @@ class ShapeExpr:
         """Free names the expression reads (comprehension targets excluded)."""
         bound = {n.id for c in ast.walk(self.tree) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
                  if isinstance(n, ast.Name)}
-        return {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound - set(FUNCTIONS)
+        return ({n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                - bound - set(FUNCTIONS) - {FREE_NAME})
 
     def evaluate(self, names: dict[str, Any], tensors: dict[str, TensorFacts]) -> Any:
         """The value; raises FormulaError for a type error (a spec bug) and returns None where the
@@ -118,7 +133,7 @@ def _check(node: ast.AST, names: set[str], tensors: set[str], local: set[str]) -
             raise FormulaError(f"only integer and boolean literals are allowed, found {node.value!r}")
         return
     if isinstance(node, ast.Name):
-        if node.id not in names | local | set(FUNCTIONS) | {"True", "False"}:
+        if node.id not in names | local | set(FUNCTIONS) | {"True", "False", FREE_NAME}:
             raise FormulaError(f"unknown name {node.id!r}; known: {', '.join(sorted(names | local))}")
         return
     if isinstance(node, ast.Attribute):
@@ -168,6 +183,8 @@ class _Eval:
                 return scope[name]
         if name in ("True", "False"):
             return name == "True"
+        if name == FREE_NAME:
+            return FREE
         if name in FUNCTIONS:
             raise FormulaError(f"{name} is a function")
         raise _Undefined(f"{name} is not set")

@@ -200,3 +200,19 @@ def test_a_device_one_liberty_beyond_the_model_fails(backend, specs_with_linear,
     assert code != 0, f"{backend} passed the gate"
     assert BROKEN[backend][1] & failing, (backend, failing)
     assert not any(r["status"] in ("crashed", "accepted-invalid", "rejected-valid") for r in records)
+
+
+def test_an_unbounded_value_times_zero_holds_both_zeros_and_nan():
+    """A dot product whose bound is infinite (it may overflow) is anywhere in [-inf, +inf]; times
+    Alpha = -0 that holds +0 (-0 * -x), -0 (-0 * +x) and NaN (-0 * inf): a device giving either
+    zero is legal. A point infinity times zero is NaN only (IEEE)."""
+    from harness.reference.legal import Operand, contains, legal_values
+    from harness.spec.expr import EvalContext, parse_formula
+    model, formula = SPECS.catalog.arithmetic, parse_formula("Alpha * ab")
+    for spread, actual, legal in ((np.inf, [0.0, -0.0, np.nan], [True, True, True]),
+                                  (0.0, [0.0, -0.0, np.nan], [False, False, True])):
+        operands = {"ab": Operand(np.full(3, np.inf), "constant", None, np.full(3, spread)),
+                    "Alpha": Operand(np.full(3, -0.0), "constant", None)}
+        parts = legal_values(model, formula, operands, 3, EvalContext(variables={k: o.values for k, o in operands.items()}),
+                             "FLOAT32", ["FLOAT32"])
+        assert contains(parts, np.array(actual))[0].tolist() == legal

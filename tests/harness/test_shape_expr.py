@@ -65,3 +65,13 @@ def test_lists_are_bounded():
 def test_type_errors_are_spec_errors():
     with pytest.raises(FormulaError):
         value("Axes + 1")
+
+
+def test_free_is_a_position_of_any_size_and_not_a_number():
+    """`free` marks a shape rule's position that no other tensor fixes: it evaluates to FREE (the
+    generator draws it, the validator accepts any size there); arithmetic on it is a spec error."""
+    from harness.spec.shape_expr import FREE
+    assert value("[InputTensor.Sizes[0], free]") == [2, FREE]
+    assert "free" not in parse_shape_expr("[free, Axis]", NAMES, TENSORS).names()
+    with pytest.raises(FormulaError):
+        value("free + 1")

@@ -54,6 +54,13 @@ def topk(in_sizes, value_sizes, index_sizes, axis, k) -> Descriptor:
                                  "OutputIndexTensor": TensorDesc("UINT32", list(index_sizes))}, {"Axis": float(axis), "K": float(k), "AxisDirection": 1.0})
 
 
+def gemm(a, b, c, out, trans_b=0.0) -> Descriptor:
+    """GEMM without a fused activation; c None: no CTensor."""
+    t = lambda sizes: TensorDesc("FLOAT32", list(sizes)) if sizes is not None else None
+    return Descriptor("GEMM", {"ATensor": t(a), "BTensor": t(b), "CTensor": t(c), "OutputTensor": t(out)},
+                      {"TransA": 0.0, "TransB": trans_b, "Alpha": 1.0, "Beta": 1.0})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -80,6 +87,13 @@ CASES = {
     "constraint.same_dimension_count": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [2], [1]), "4.1"),
     "constraint.axes_in_range": (argmax([2, 3], [1, 1], [0, 1]), "4.1", argmax([2, 3], [2, 3], [2]), "4.1"),
     "constraint.output_sizes": (argmax([2, 3], [2, 1], [1]), "4.1", argmax([2, 3], [1, 3], [1]), "4.1"),
+    # GEMM: A {1, 1, M=2, K=3} x B {1, 1, K=3, N=4} + C {1, 1, 2, 4}; N is B's own (`free`)
+    "constraint.b_sizes": (gemm([1, 1, 2, 3], [1, 1, 3, 4], None, [1, 1, 2, 4]), "6.4",
+                           gemm([1, 1, 2, 3], [1, 1, 4, 4], None, [1, 1, 2, 4]), "6.4"),
+    "constraint.c_same_dimension_count": (gemm([1, 2, 3], [1, 3, 5], [1, 2, 5], [1, 2, 5]), "6.4",
+                                          gemm([1, 2, 3], [1, 3, 5], [1, 1, 2, 5], [1, 2, 5]), "6.4"),
+    "constraint.c_same_sizes": (gemm([1, 1, 2, 3], [1, 1, 3, 4], [1, 1, 2, 4], [1, 1, 2, 4]), "6.4",
+                                gemm([1, 1, 2, 3], [1, 1, 3, 4], [1, 1, 2, 1], [1, 1, 2, 4]), "6.4"),
     # SLICE1: each rule's neighbours are guarded so that it breaks alone (an upper-bound shape rule for the output)
     "constraint.dimension_count_matches": (slice1([4], [2], [0], [4], [2]), "4.1", slice1([4], [2], [0, 0], [4, 1], [2, 1]), "4.1"),
     "constraint.window_not_empty": (slice1([4], [1], [0], [1], [1]), "4.1", slice1([4], [1], [0], [0], [1]), "4.1"),
@@ -171,3 +185,13 @@ def test_arrays_sharing_a_count_must_have_one_length():
     with pytest.raises(CaseFormatError) as raised:
         check_case(Case(d, "4.1", {"InputTensor": bytes(16)}), spec)
     assert "share the count DimensionCount" in str(raised.value)
+
+
+def test_a_free_size_takes_any_value_and_the_fixed_ones_must_match():
+    """GEMM's b_sizes leaves N `free`: B {K, N} with any N is valid; a K other than A's is not
+    (also with TransB, where B is {N, K})."""
+    spec = SPECS.operator("GEMM")
+    for n in (1, 7, 64):
+        assert validate(spec, gemm([2, 3], [3, n], None, [2, n]), "6.4").accepted
+        assert validate(spec, gemm([2, 3], [n, 3], None, [2, n], trans_b=1.0), "6.4").accepted
+    assert validate(spec, gemm([2, 3], [3, 2], None, [2, 3], trans_b=1.0), "6.4").rule_ids == {"constraint.b_sizes"}

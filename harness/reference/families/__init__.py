@@ -8,11 +8,12 @@ legally give under the precision model, each with the liberty it takes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from harness.model.descriptor import Descriptor
+from harness.spec.expr import Formula
 from harness.spec.operator import OperatorSpec
 
 
@@ -25,6 +26,37 @@ class FamilyResult:
     # output -> (exact float64 value, bound): a result within `bound` of the exact value is legal
     # (the spec's error bound of an arithmetic reduction; inf accepts every result)
     bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # output -> the spec expression's variables per output element, each (values, half-width): the
+    # output is the expression over them, and a conforming device's output is the expression under
+    # the precision model with each variable anywhere in [value - half-width, value + half-width]
+    # (matmul: the dot product `ab` within its bound; Alpha, Beta, C and a fused activation are
+    # the element-wise model's as for any element-wise operator)
+    epilogue: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None]]] = field(default_factory=dict)
+    contexts: dict[str, Any] = field(default_factory=dict)  # output -> the EvalContext of its epilogue (output-shaped)
+
+
+F32_SMALLEST_NORMAL = 2.0 ** -126
+
+
+def type_bound_variables(out_numpy: type) -> dict[str, np.float64]:
+    """The bound variables every arithmetic family shares (harness.spec.families.BOUND_VARIABLES):
+    one faithful step `eps` and the range of the output type, FLOAT32's smallest normal `tiny`
+    (what D3D may flush), and `inf`."""
+    info = np.finfo(out_numpy)
+    return {"eps": np.float64(info.eps), "tiny": np.float64(F32_SMALLEST_NORMAL), "tiny_out": np.float64(info.tiny),
+            "max_out": np.float64(info.max), "inf": np.float64(np.inf)}
+
+
+def evaluate_bound(atol: Formula, variables: dict[str, object], shape: tuple[int, ...], nan_in: np.ndarray | None) -> np.ndarray:
+    """A spec's bound formula per output element (float64, `shape`). An element whose inputs hold a
+    NaN (`nan_in`) gets no slack: IEEE propagates it through every arithmetic step; a bound that is
+    itself NaN (inf * 0 in the formula) is no slack either."""
+    from harness.spec.expr import EvalContext
+    with np.errstate(all="ignore"):
+        bound = np.broadcast_to(np.asarray(atol.evaluate(EvalContext(variables=variables)), dtype=np.float64), shape)
+    if nan_in is not None:
+        bound = np.where(nan_in, 0.0, bound)
+    return np.where(np.isnan(bound), 0.0, bound)
 
 
 def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
@@ -45,8 +77,9 @@ Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Ge
 
 def family_compute(name: str) -> Compute:
     """The plug-in of family `name` (the spec loader has checked the name)."""
-    from harness.reference.families import data_movement, reduce, sort
-    plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute, "sort": sort.compute}
+    from harness.reference.families import data_movement, matmul, reduce, sort
+    plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute, "sort": sort.compute,
+                                   "matmul": matmul.compute}
     return plugins[name]
 
 

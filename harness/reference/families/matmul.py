@@ -1,0 +1,113 @@
+"""The matmul family: each output element is an element-wise epilogue of one dot product.
+
+Per output element {batch..., m, n} the plug-in computes `ab`, the dot product of row m of op(a)
+and column n of op(b) over the shared dimension K, where op() transposes the last two dims when
+the spec's `transpose_a` / `transpose_b` expression holds; leading (batch) dims pair up one to one
+(the spec's constraints make them equal). The spec's expression then gives the output from `ab`,
+its other inputs and the attributes (GEMM: `Alpha * ab + Beta * c`); a fused activation is
+composed over that expression by harness.spec.fused exactly as for an element-wise operator, so
+nothing operator-specific lives here.
+
+Exactness. Every product of two FLOAT32 (or FLOAT16) values is exact in float64 (48 significant
+bits at most), so the float64 dot product is within K * 2^-53 * sum|a_k b_k| of the exact one: far
+inside any bound a spec can state for FLOAT32 or FLOAT16 outputs. IEEE cases stay IEEE (a NaN, or
+inf * 0, gives NaN; an infinity an infinity).
+
+Precision model. A conforming device may add the K products in any order and round each step
+within D3D's bounds (and flush fp32 denormal factors, products and partial sums); the spec states
+how far from the exact `ab` that can take it (`bounds.ab`, a formula over BOUND_VARIABLES, the
+reduce family's mechanism: harness.reference.families.evaluate_bound). The judge then evaluates
+the spec's expression under the element-wise precision model with `ab` anywhere within that bound
+(FamilyResult.epilogue): Alpha, Beta, C and the activation are rounded, flushed and computed in
+FLOAT32 for FLOAT16 by the same rules as every element-wise operator's formula.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.model.facts import attribute_names, tensor_facts
+from harness.reference.families import FamilyResult, evaluate_bound, type_bound_variables
+from harness.spec.context import formula_context
+from harness.spec.operator import OperatorSpec
+
+
+def _operand(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
+    """The formula input variable that reads `tensor`, as float64 (the family reads a and b by field)."""
+    var = next(v for v, t in spec.formula.inputs.items() if t == tensor)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(inputs[var]).astype(np.float64)
+
+
+def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """op(a) as {batch..., M, K} and op(b) as {batch..., K, N}, float64."""
+    family = spec.formula.family
+    assert family is not None
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    a = _operand(spec, inputs, family.params["a"])
+    b = _operand(spec, inputs, family.params["b"])
+    if family.expression("transpose_a").evaluate(names, facts):  # type: ignore[union-attr]
+        a = np.swapaxes(a, -1, -2)
+    if family.expression("transpose_b").evaluate(names, facts):  # type: ignore[union-attr]
+        b = np.swapaxes(b, -1, -2)
+    return a, b
+
+
+def _dot_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ab, sum|a_k b_k| over finite factors, sum |a_k| + |b_k| over finite factors) per {batch..., m, n}."""
+    with np.errstate(all="ignore"):
+        exact = np.matmul(a, b)
+        fa, fb = np.where(np.isfinite(a), np.abs(a), 0.0), np.where(np.isfinite(b), np.abs(b), 0.0)
+        sum_abs = np.matmul(fa, fb)
+        sum_inputs = fa.sum(axis=-1)[..., :, None] + fb.sum(axis=-2)[..., None, :]
+    return exact, sum_abs, sum_inputs
+
+
+def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+    family = spec.formula.family
+    assert family is not None
+    out_name = spec.formula.output
+    out_desc = descriptor.tensors[out_name]
+    assert out_desc is not None
+    out_type = spec.catalog.dtype(out_desc.data_type)
+    shape = tuple(out_desc.sizes)
+
+    a, b = _matrices(spec, descriptor, inputs)
+    exact, sum_abs, sum_inputs = _dot_products(a, b)
+    exact = np.broadcast_to(exact, shape)
+
+    # the expression's other inputs (C: the output's Sizes, or its absent value), per output element
+    variables: dict[str, object] = {}
+    for var, tensor in spec.formula.inputs.items():
+        if tensor in (family.params["a"], family.params["b"]):
+            continue  # read through ab only
+        variables[var] = np.broadcast_to(np.asarray(inputs[var]), shape) if np.ndim(inputs[var]) else inputs[var]
+    variables["ab"] = exact
+    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+    ctx = formula_context(spec, types, variables, descriptor.attributes)
+    with np.errstate(all="ignore"):
+        value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), shape)
+        output = value.astype(out_type.numpy)
+
+    result = FamilyResult({out_name: output})
+    result.summaries["ab"] = exact
+    bound = family.bound("ab")
+    spread = None
+    if bound is not None and out_type.is_float:
+        bound_variables = {**type_bound_variables(out_type.numpy), "K": np.float64(a.shape[-1]), "exact": exact,
+                           "sum_abs": np.broadcast_to(sum_abs, shape), "sum_inputs": np.broadcast_to(sum_inputs, shape)}
+        spread = evaluate_bound(bound.atol, bound_variables, shape, np.isnan(exact))
+        result.summaries["bound"] = spread
+    result.epilogue[out_name] = {"ab": (exact, spread)}
+    result.contexts[out_name] = ctx
+
+    masks = {}
+    for rule in spec.unspecified:  # element-wise over the output's elements, with ab and C
+        if rule.applies_to is not None and out_type.name not in rule.applies_to:
+            continue
+        with np.errstate(all="ignore"):
+            hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
+        if hit.any():
+            masks[rule.id] = hit
+    result.unspecified[out_name] = masks
+    return result
