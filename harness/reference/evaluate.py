@@ -421,7 +421,10 @@ class FamilyExpected(Expected):
         accepted = np.zeros(flat_index.shape, dtype=bool)
         tags = np.zeros(flat_index.shape, dtype=np.uint16)
         for liberty, values in self.family.alternatives.get(name, []):
-            hit = ~accepted & (values.reshape(-1)[flat_index] == np.asarray(actual))
+            alternative, got = values.reshape(-1)[flat_index], np.asarray(actual)
+            with np.errstate(invalid="ignore"):  # a NaN alternative (inf times a flushed denormal) admits NaN
+                same = (alternative == got) | (np.isnan(alternative.astype(np.float64)) & np.isnan(got.astype(np.float64)))
+            hit = ~accepted & same
             accepted |= hit
             tags[hit] |= liberty_bit(liberty)
         if name in self.family.epilogue:

@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, tensor_facts
-from harness.reference.families import FamilyResult, evaluate_bound, type_bound_variables
+from harness.reference.families import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
 
@@ -39,11 +39,15 @@ def _operand(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> 
         return np.asarray(inputs[var]).astype(np.float64)
 
 
-def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """op(a) as {batch..., M, K} and op(b) as {batch..., K, N}, float64."""
+def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
+              flush: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """op(a) as {batch..., M, K} and op(b) as {batch..., K, N}, float64 (`flush`: fp32 denormals
+    read as zeros of their sign, as a D3D device may read them)."""
     family = spec.formula.family
     assert family is not None
     names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    if flush:
+        inputs = {var: _flushed(value) for var, value in inputs.items()}
     a = _operand(spec, inputs, family.params["a"])
     b = _operand(spec, inputs, family.params["b"])
     if family.expression("transpose_a").evaluate(names, facts):  # type: ignore[union-attr]
@@ -51,6 +55,11 @@ def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     if family.expression("transpose_b").evaluate(names, facts):  # type: ignore[union-attr]
         b = np.swapaxes(b, -1, -2)
     return a, b
+
+
+def _flushed(x: np.ndarray) -> np.ndarray:
+    flushed = flush_f32_denormals(np.asarray(x))
+    return x if flushed is None else flushed
 
 
 def _dot_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,6 +99,17 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         output = value.astype(out_type.numpy)
 
     result = FamilyResult({out_name: output})
+    # fp32 denormal factors flushed to zero (D3D may read any fp32 input so): the dot product over
+    # the flushed factors is a legal alternative. The bound's `tiny * sum_inputs` covers what a
+    # flush moves a finite product; this covers an infinite factor met by a flushed denormal
+    # (inf * 1e-39 is inf, inf * 0 is NaN: seen on an NVIDIA H100).
+    fa, fb = _matrices(spec, descriptor, inputs, flush=True)
+    if not (np.array_equal(fa, a, equal_nan=True) and np.array_equal(fb, b, equal_nan=True)):
+        with np.errstate(all="ignore"):
+            flushed_ctx = formula_context(spec, types, {**variables, "ab": np.broadcast_to(np.matmul(fa, fb), shape)},
+                                          descriptor.attributes)
+            alt = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(flushed_ctx), dtype=np.float64), shape)
+        result.alternatives[out_name] = [("fp32_input_flush", alt.astype(out_type.numpy))]
     result.summaries["ab"] = exact
     bound = family.bound("ab")
     spread = None
