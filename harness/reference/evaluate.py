@@ -442,17 +442,23 @@ class FamilyExpected(Expected):
             tags[hit] |= liberty_bit("rounding")
         return accepted, tags
 
-    def _epilogue_operands(self, name: str, flat_index: np.ndarray):
+    def _epilogue_variants(self, name: str) -> list[tuple[str | None, dict[str, np.ndarray]]]:
+        """The plug-in's computed values as they are (no liberty), then each legal alternative of
+        them (FamilyResult.epilogue_alternatives: the dot product over fp32-flushed factors)."""
+        return [(None, {})] + list(self.family.epilogue_alternatives.get(name, []))
+
+    def _epilogue_operands(self, name: str, flat_index: np.ndarray, override: dict[str, np.ndarray] | None = None):
         """The precision model's operands of the output's epilogue at `flat_index`: the values the
-        plug-in computed (FamilyResult.epilogue) each widened by its bound, the inputs, attributes
-        and constants as for an element-wise formula; with the context and the tensor types."""
+        plug-in computed (FamilyResult.epilogue, or `override`'s alternative values) each widened by
+        its bound, the inputs, attributes and constants as for an element-wise formula; with the
+        context and the tensor types."""
         from harness.reference.legal import Operand
         spec, descriptor = self.spec, self.case.descriptor
         members = struct_variables([f for f in spec.attribute_fields if f.name in spec.formula.attributes])
         ctx = self.family_context[name]
         operands: dict[str, Operand] = {}
         for var, value in ctx.variables.items():
-            arr = np.asarray(value)
+            arr = np.asarray((override or {}).get(var, value))
             picked = arr.reshape(-1)[flat_index] if arr.ndim else arr
             tensor = spec.formula.inputs.get(var)
             if var in self.family.epilogue[name]:
@@ -474,15 +480,23 @@ class FamilyExpected(Expected):
         output element, each anywhere within its bound (FamilyResult.epilogue): the element-wise
         model's rules for Alpha, Beta, C and a fused activation, as for any element-wise operator."""
         from harness.reference.legal import ModelUnsupported, contains, legal_values
-        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
-        try:
-            parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands, int(flat_index.size),
-                                 ctx, self._out_type(name), tensor_types)
-        except ModelUnsupported as exc:
-            self.legal_note = str(exc)
-            return np.zeros(flat_index.shape, dtype=bool), np.zeros(flat_index.shape, dtype=np.uint16)
-        with np.errstate(invalid="ignore"):
-            return contains(parts, np.asarray(actual).astype(np.float64))
+        from harness.spec.arithmetic import liberty_bit
+        accepted = np.zeros(flat_index.shape, dtype=bool)
+        tags = np.zeros(flat_index.shape, dtype=np.uint16)
+        for liberty, override in self._epilogue_variants(name):
+            operands, ctx, tensor_types = self._epilogue_operands(name, flat_index, override)
+            try:
+                parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands, int(flat_index.size),
+                                     ctx, self._out_type(name), tensor_types)
+            except ModelUnsupported as exc:
+                self.legal_note = str(exc)
+                continue
+            with np.errstate(invalid="ignore"):
+                hit, hit_tags = contains(parts, np.asarray(actual).astype(np.float64))
+            hit &= ~accepted
+            accepted |= hit
+            tags[hit] |= hit_tags[hit] | (np.uint16(liberty_bit(liberty)) if liberty else np.uint16(0))
+        return accepted, tags
 
     def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Where an `unspecified` rule of the epilogue may hold on some legal evaluation (the dot
@@ -493,21 +507,23 @@ class FamilyExpected(Expected):
         reasons: list[str] = []
         if name not in self.family.epilogue:
             return mask, reasons
-        operands, ctx, tensor_types = self._epilogue_operands(name, flat_index)
         model = self.spec.catalog.arithmetic
-        for rule in self.spec.unspecified:
-            if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
-                continue
-            try:
-                parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
-                                     tensor_types, convert_output=False)
-            except ModelUnsupported:
-                continue
-            hit, tags = may_be_true(parts)
-            if hit.any():
-                needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))})
-                reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
-                mask |= hit
+        for liberty, override in self._epilogue_variants(name):
+            operands, ctx, tensor_types = self._epilogue_operands(name, flat_index, override)
+            for rule in self.spec.unspecified:
+                if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
+                    continue
+                try:
+                    parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
+                                         tensor_types, convert_output=False)
+                except ModelUnsupported:
+                    continue
+                hit, tags = may_be_true(parts)
+                hit &= ~mask
+                if hit.any():
+                    needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))} | ({liberty} if liberty else set()))
+                    reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+                    mask |= hit
         return mask, reasons
 
 

@@ -41,3 +41,26 @@ def test_the_denormal_is_one():
 def test_an_infinite_factor_times_a_flushed_denormal_may_be_nan(actual, legal):
     diff = _judged(actual)
     assert (diff.mismatch_count == 0) == legal, diff.summary if hasattr(diff, "summary") else diff
+
+
+def test_a_flushed_denormal_reaches_the_fused_activation():
+    """The same dot product with Alpha -3 and a fused HARD_SIGMOID (Alpha -0.3, Beta 0.5): exactly,
+    -3 * inf = -inf, -0.3 * -inf + 0.5 = inf, clamped to 1. With the denormal read as 0 the dot
+    product is NaN, and HARD_SIGMOID's min/max meeting a NaN is what its spec leaves unspecified:
+    the H100's 0 there is not a mismatch (its NaN input is named), while 0 stays one where no
+    NaN can arise (B = [[2], [1]]: 2 * inf + 1 = inf, clamped to 1)."""
+    spec = SPECS.operator("GEMM")
+    fused = {"TransA": 0.0, "TransB": 0.0, "Alpha": -3.0, "Beta": 0.0, "FusedActivation": 37.0,
+             "FusedActivation.Alpha": -0.30000001192092896, "FusedActivation.Beta": 0.5}
+    layouts = {"ATensor": TensorDesc("FLOAT32", [1, 2]), "BTensor": TensorDesc("FLOAT32", [2, 1]),
+               "OutputTensor": TensorDesc("FLOAT32", [1, 1])}
+    types = {"ATensor": "FLOAT32", "BTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    a = np.array([[np.inf, 1.0]], np.float32)
+    for b, actual, mismatches in ((np.array([[DENORMAL], [1.0]], np.float32), 0.0, 0),
+                                  (np.array([[2.0], [1.0]], np.float32), 0.0, 1),
+                                  (np.array([[2.0], [1.0]], np.float32), 1.0, 0)):
+        case = case_from_arrays(spec, "6.4", types, {"ATensor": a, "BTensor": b}, layouts=layouts, attributes=fused)
+        out = np.array([[actual]], np.float32)
+        diff = judge(spec, case, Outputs({"OutputTensor": pack_buffer(out, case.descriptor.tensors["OutputTensor"],
+                                                                       SPECS.catalog.dtype("FLOAT32"))}), True)
+        assert diff.mismatch_count == mismatches, (b.ravel(), actual)

@@ -32,6 +32,9 @@ class FamilyResult:
     # (matmul: the dot product `ab` within its bound; Alpha, Beta, C and a fused activation are
     # the element-wise model's as for any element-wise operator)
     epilogue: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None]]] = field(default_factory=dict)
+    # output -> legal alternatives of the epilogue's computed values: (liberty id, {variable: values}),
+    # each judged like the values themselves (matmul: the dot product over fp32-flushed factors)
+    epilogue_alternatives: dict[str, list[tuple[str, dict[str, np.ndarray]]]] = field(default_factory=dict)
     contexts: dict[str, Any] = field(default_factory=dict)  # output -> the EvalContext of its epilogue (output-shaped)
 
 

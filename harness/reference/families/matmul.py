@@ -100,16 +100,15 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
 
     result = FamilyResult({out_name: output})
     # fp32 denormal factors flushed to zero (D3D may read any fp32 input so): the dot product over
-    # the flushed factors is a legal alternative. The bound's `tiny * sum_inputs` covers what a
-    # flush moves a finite product; this covers an infinite factor met by a flushed denormal
-    # (inf * 1e-39 is inf, inf * 0 is NaN: seen on an NVIDIA H100).
+    # the flushed factors is a legal alternative of `ab`, judged through the epilogue like `ab`
+    # itself (Alpha, Beta, C, the fused activation and the unspecified rules after it). The
+    # bound's `tiny * sum_inputs` covers what a flush moves a finite product; this covers an
+    # infinite factor met by a flushed denormal (inf * 1e-39 is inf, inf * 0 is NaN, which a
+    # fused HARD_SIGMOID's min/max then meets: seen on an NVIDIA H100).
     fa, fb = _matrices(spec, descriptor, inputs, flush=True)
     if not (np.array_equal(fa, a, equal_nan=True) and np.array_equal(fb, b, equal_nan=True)):
         with np.errstate(all="ignore"):
-            flushed_ctx = formula_context(spec, types, {**variables, "ab": np.broadcast_to(np.matmul(fa, fb), shape)},
-                                          descriptor.attributes)
-            alt = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(flushed_ctx), dtype=np.float64), shape)
-        result.alternatives[out_name] = [("fp32_input_flush", alt.astype(out_type.numpy))]
+            result.epilogue_alternatives[out_name] = [("fp32_input_flush", {"ab": np.broadcast_to(np.matmul(fa, fb), shape)})]
     result.summaries["ab"] = exact
     bound = family.bound("ab")
     spread = None
