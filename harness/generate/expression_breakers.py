@@ -186,13 +186,11 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
         patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))
     derived = {c.tensors[0] for c in spec.shape_rules}
-    # sizes of 2 and 3, then all 1: a rule may bite only where sizes are 1 (GATHER's cropped
-    # leading ones of the input: a size of 1 made 2 breaks it alone)
-    for (types, dims), size in ((p, s) for s in (lambda i: 2 + (i % 2), lambda i: 1) for p in patterns.values()):
+    for types, dims in patterns.values():
         tensors: dict[str, TensorDesc | None] = {}
         for f in spec.tensor_fields:
             t = types[f.name]
-            tensors[f.name] = None if t is None else TensorDesc(t, [size(i) for i in range(dims)])
+            tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
         d = Descriptor(spec.name, tensors, {**spec.default_attributes(), **spec.variant_attributes(member)})
         d.attributes.update(first_array_values(spec, d))
         if derived and not rederive(spec, d):
