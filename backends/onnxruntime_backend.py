@@ -47,6 +47,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "top_k": ("inputs", "axis", "k", "largest", "values", "indices"),
     "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
     "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
+    "gather": ("inputs", "axis", "index_dimensions"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -193,6 +194,8 @@ class OnnxRuntimeBackend:
             return self._pad(entry, d, inputs)
         if entry["builder"] == "matmul":
             return self._matmul(entry, d, inputs)
+        if entry["builder"] == "gather":
+            return self._gather(entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]
@@ -451,6 +454,43 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
         return self._session(key, build).run(None, feeds)[0]
+
+    def _gather(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Gather on the `axis` field, the indices reshaped to their last
+        `index_dimensions` sizes (a scalar for 0) as int64, then a Reshape to the output's Sizes
+        (the same elements in the same order: only leading 1s differ). ONNX Runtime fails a run
+        whose index lies outside [-size, size - 1], where DirectML promises no failure: such a
+        case is unsupported, checked before the run. A negative index (signed types, FL 3.0 and
+        above) counts from the end in ONNX as in DirectML."""
+        spec = self.specs.operator(d.operator)
+        source, index_name = entry["inputs"]
+        x, in_type = inputs[source], d.tensors[source].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        names = attribute_names(spec, d.attributes)
+        axis, index_dims = int(names[entry["axis"]]), int(names[entry["index_dimensions"]])
+        raw = inputs[index_name]
+        size = x.shape[axis]
+        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        if wide.size and (wide.min() < -size or wide.max() >= size):
+            bad = wide[(wide < -size) | (wide >= size)].reshape(-1)[0]
+            raise _Unsupported(f"ONNX Runtime's Gather fails on an index outside [-{size}, {size - 1}] (here {bad}); "
+                               "DirectML leaves the output open there but must not fail")
+        index_shape = list(raw.shape[raw.ndim - index_dims:]) if index_dims else []
+        indices = wide.reshape(index_shape)
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("Gather", in_type, tuple(x.shape), tuple(index_shape), axis, tuple(out_sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            shape = helper.make_tensor("shape", TensorProto.INT64, [len(out_sizes)], out_sizes)
+            nodes = [helper.make_node("Gather", ["x", "i"], ["g"], axis=axis), helper.make_node("Reshape", ["g", "shape"], ["y"])]
+            graph = helper.make_graph(nodes, "Gather", [helper.make_tensor_value_info("x", t, list(x.shape)),
+                                                        helper.make_tensor_value_info("i", TensorProto.INT64, index_shape)],
+                                      [helper.make_tensor_value_info("y", t, out_sizes)], initializer=[shape])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "i": indices})[0]
 
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a

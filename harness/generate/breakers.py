@@ -369,6 +369,11 @@ def _tensors_read(spec: OperatorSpec, rule: str) -> frozenset[str]:
     return frozenset(c.reads) if c is not None else frozenset()
 
 
+def _searched_rules(spec: OperatorSpec) -> set[str]:
+    """The expression and shape rules, which the mutation search breaks (per descriptor)."""
+    return {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}
+
+
 @st.composite
 def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
                   config: GenConfig = DEFAULT_CONFIG) -> Case:
@@ -380,6 +385,10 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     descriptor = copy.deepcopy(draw(valid_descriptors(spec, base_level, config=config, members=members,
                                                       present=_tensors_read(spec, rule))))
     result = breaker_for(rule)(draw, spec, level, descriptor)
+    if result is None and rule in _searched_rules(spec) and rule_reachable(spec, level, rule):
+        # some valid descriptors leave a shape rule nothing to break alone (GATHER's indices_sizes
+        # fixes no size where every index dim is meaningful): draw another one
+        reject()
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result

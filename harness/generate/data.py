@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import attribute_names, level_facts, tensor_facts
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
@@ -19,9 +19,9 @@ from harness.generate.layouts import DEFAULT_CONFIG, GenConfig
 
 
 def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: GenConfig = DEFAULT_CONFIG,
-                avoid_undefined: bool = True) -> dict[str, bytes]:
+                avoid_undefined: bool = True, level: str | None = None) -> dict[str, bytes]:
     """Whole input buffers for one case (see make_input_batch)."""
-    return make_input_batch(spec, descriptor, seed, 1, config, avoid_undefined)[0]
+    return make_input_batch(spec, descriptor, seed, 1, config, avoid_undefined, level)[0]
 
 
 def _allocate(spec: OperatorSpec, descriptor: Descriptor, count: int,
@@ -152,11 +152,75 @@ def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, n
             views[limit.tensor][...] = limited_values(np.array(views[limit.tensor]), dtype, bits)
 
 
+def ranged_values(values: np.ndarray, dtype: DataType, low: int, high: int) -> np.ndarray:
+    """Integer `values` folded into [low, high] (generation.data_ranges): low + (v - low) mod
+    (high - low + 1), so values already inside stay as they are; floats are clipped. The range is
+    first narrowed to what the type holds."""
+    if dtype.is_float:
+        with np.errstate(invalid="ignore"):
+            return np.clip(values, low, high).astype(values.dtype)
+    low, high = max(low, int(dtype.min)), min(high, int(dtype.max))
+    if low > high:
+        return values
+    span = high - low + 1
+    wide = values.astype(object)
+    folded = np.array([v if low <= v <= high else low + (v - low) % span for v in wide.reshape(-1)], dtype=object)
+    return folded.reshape(values.shape).astype(values.dtype)
+
+
+def just_outside(dtype: DataType, low: int, high: int) -> list[int]:
+    """The values just outside [low, high] as the type holds them: high + 1 and low - 1, a value
+    below an unsigned type's 0 as its bit pattern (-1 as the type's maximum, what a driver that
+    casts -1 passes), a value beyond a type's end dropped."""
+    out = []
+    for v in (high + 1, low - 1):
+        if not dtype.is_float and dtype.kind == "unsigned" and v < 0:
+            v += 1 << dtype.bits
+        if dtype.is_float or int(dtype.min) <= v <= int(dtype.max):
+            out.append(v)
+    return out
+
+
+def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray],
+                       rng: np.random.Generator, level: str | None) -> None:
+    """Bring the inputs within the spec's generation.data_ranges, in place (logical elements only),
+    then put a few values just outside the range in a share (`outside`) of the data sets: the page
+    leaves their outputs open but says what must not happen (a failure), which a run checks."""
+    names = {**attribute_names(spec, descriptor.attributes), **level_facts(spec.catalog, level)}
+    facts = tensor_facts(descriptor, spec.catalog)
+    for entry in spec.data_ranges:
+        desc = descriptor.tensors.get(entry.tensor)
+        if desc is None or entry.tensor not in views:
+            continue
+        if entry.applies_to is not None and desc.data_type not in entry.applies_to:
+            continue
+        if entry.when is not None and not entry.when.evaluate(names, facts):
+            continue
+        low, high = entry.low.evaluate(names, facts), entry.high.evaluate(names, facts)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low > high:
+            continue  # the expressions have no value for this descriptor
+        dtype = spec.catalog.dtype(desc.data_type)
+        if not dtype.has_numpy:
+            continue
+        view = views[entry.tensor]
+        current = ranged_values(np.array(view), dtype, low, high)
+        outside = just_outside(dtype, low, high)
+        if entry.outside > 0 and outside and current[0].size:
+            for index in np.flatnonzero(rng.random(current.shape[0]) < entry.outside):  # data sets
+                flat = current[index].reshape(-1)
+                for at in rng.choice(flat.size, size=min(flat.size, int(rng.integers(1, 4))), replace=False):
+                    flat[at] = outside[int(rng.integers(0, len(outside)))]
+                current[index] = flat.reshape(current[index].shape)
+        view[...] = current
+
+
 def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, count: int,
-                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True) -> list[dict[str, bytes]]:
+                     config: GenConfig = DEFAULT_CONFIG, avoid_undefined: bool = True,
+                     level: str | None = None) -> list[dict[str, bytes]]:
     """`count` sets of whole input buffers for one descriptor: every physical element (padding
     included) drawn from the value pools, then the spec's favoured values written over a fraction
-    of the logical elements, then the spec's limits applied, then values the spec marks as
+    of the logical elements, then the spec's limits and data ranges applied (a range may read
+    `level`, the case's feature level; None: the newest), then values the spec marks as
     undefined behaviour replaced.
 
     All sets are made at once: every tensor gets a leading batch axis, and since every step is
@@ -167,6 +231,8 @@ def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, coun
         _write_favoured(spec, descriptor, views, rng, config)
     if spec.limits:
         _apply_limits(spec, descriptor, views)
+    if spec.data_ranges:
+        _apply_data_ranges(spec, descriptor, views, rng, level)
     if avoid_undefined:
         _replace_undefined(spec, descriptor, views)
     return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]

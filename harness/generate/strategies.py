@@ -258,7 +258,7 @@ def valid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str 
     descriptor = draw(valid_descriptors(spec, level, data_type, config, cell))
     seed = draw(SEED)
     tags = layout_tags(descriptor)
-    return Case(descriptor, level, make_inputs(spec, descriptor, seed, config), origin=f"generated:valid:seed={seed}", tags=tags)
+    return Case(descriptor, level, make_inputs(spec, descriptor, seed, config, level=level), origin=f"generated:valid:seed={seed}", tags=tags)
 
 
 @st.composite
@@ -271,6 +271,6 @@ def valid_case_batches(draw: st.DrawFn, spec: OperatorSpec, level: str, data_typ
     descriptor = draw(valid_descriptors(spec, level, data_type, config))
     seed = draw(SEED)
     tags = layout_tags(descriptor)
-    batch = make_input_batch(spec, descriptor, seed, per_descriptor, config)
+    batch = make_input_batch(spec, descriptor, seed, per_descriptor, config, level=level)
     return [Case(descriptor, level, inputs, origin=f"generated:valid:seed={seed}:set={i}", tags=tags)
             for i, inputs in enumerate(batch)]

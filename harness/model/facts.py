@@ -12,7 +12,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.spec.catalog import Catalog
-from harness.spec.operator import OperatorSpec, enum_members
+from harness.spec.operator import FEATURE_LEVEL_NAME, OperatorSpec, enum_members, level_constant
 from harness.spec.shape_expr import TensorFacts
 
 
@@ -35,6 +35,15 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
             names[f.name] = len(attributes.get((f.count_of or ("",))[0], []))
         else:
             names[f.name] = _plain(attributes.get(f.name, defaults.get(f.name, 0.0)))
+    return names
+
+
+def level_facts(catalog: Catalog, level: str | None) -> dict[str, int]:
+    """The case's feature level as data-range expressions read it (`FeatureLevel`, its
+    DML_FEATURE_LEVEL value) and every level of the catalog as `FL_X_Y`, so that a range can say
+    "from FL 3.0" (`FeatureLevel >= FL_3_0`). No level: the newest (what a device reports)."""
+    names = {level_constant(fl.name): fl.enum for fl in catalog.levels}
+    names[FEATURE_LEVEL_NAME] = catalog.level(level).enum if level is not None else catalog.newest_level().enum
     return names
 
 

@@ -85,6 +85,14 @@ FAMILIES: dict[str, dict[str, Param]] = {
                                                   "(period 2(n - 1), folding over earlier padding)", modes=("pad",)),
         "symmetric": Param("expression", meaning="true: mirrored including the edge elements (period 2n)", modes=("pad",)),
     },
+    "gather": {
+        "input": Param("input", meaning="the tensor read from"),
+        "indices": Param("input", meaning="the integer tensor of indices along `axis` (a negative value of a signed "
+                                          "type counts from the axis' end)"),
+        "axis": Param("scalar", meaning="the UINT field naming the gathered axis of `input`"),
+        "index_dimensions": Param("scalar", meaning="the UINT field counting the trailing dims of `indices` that index; "
+                                                    "its leading dims are 1"),
+    },
     "matmul": {
         "a": Param("input", meaning="the left matrix tensor: its last two dims are {M, K}, or {K, M} where transpose_a holds"),
         "b": Param("input", meaning="the right matrix tensor: its last two dims are {K, N}, or {N, K} where transpose_b holds"),
@@ -109,6 +117,12 @@ FORMULA_VARIABLES: dict[str, dict[str, str]] = {
 # Names a family gives the spec's `unspecified` rules beside the formula's (per input element,
 # facts about its group; integers), and its `bounds` (per output element; floats).
 ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
+    # per output element (a gather's output element has one source: nothing to lift)
+    "gather": {
+        "index": "the index value that selected this output element, as IndicesTensor holds it (a UINT64 value "
+                 "beyond 2^63 - 1 reads as 2^63 - 1)",
+        "axis_size": "the size of the gathered axis of the input",
+    },
     "reduce": {
         "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",
         "out_of_range": "1 where the exact result of an integer output lies outside the output type's range, else 0",

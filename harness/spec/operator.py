@@ -245,6 +245,39 @@ class Limit:
     applies_to: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True)
+class DataRange:
+    """A range that valid input data of `tensor` keeps to (`generation.data_ranges`): where the
+    page makes values outside a range select unspecified outputs without being a rejection
+    (GATHER's indices beyond the gathered axis), random data would leave almost nothing checked.
+    `low` and `high` (inclusive) are shape expressions evaluated per case, which may read the
+    case's feature level (FEATURE_LEVEL_NAME and the FL_X_Y constants); `outside` is the share of
+    data sets that get a few values just outside it (high + 1, low - 1), so that a run still checks
+    what the page says of them."""
+
+    tensor: str
+    low: ShapeExpr
+    high: ShapeExpr
+    why: str
+    when: ShapeExpr | None = None
+    applies_to: tuple[str, ...] | None = None
+    outside: float = 0.0
+
+
+FEATURE_LEVEL_NAME = "FeatureLevel"
+
+
+def level_constant(level_name: str) -> str:
+    """The name data-range expressions give a feature level: "3.0" -> FL_3_0."""
+    return "FL_" + level_name.replace(".", "_")
+
+
+def level_names(catalog: Catalog) -> set[str]:
+    """The names a data-range expression may read beside the descriptor's: the case's feature level
+    and each level of the catalog, as their DML_FEATURE_LEVEL values (compare with >=, <)."""
+    return {FEATURE_LEVEL_NAME} | {level_constant(level.name) for level in catalog.levels}
+
+
 @dataclass(eq=False)  # identity equality and hashing: specs are cache keys
 class OperatorSpec:
     """Everything about one operator, read from its spec file."""
@@ -274,6 +307,7 @@ class OperatorSpec:
     catalog: Catalog = field(repr=False, kw_only=True)  # the data types and levels it is read against
     variant_key: str | None = field(default=None, kw_only=True)  # the enum attribute that picks the support tables
     limits: tuple[Limit, ...] = field(default=(), kw_only=True)
+    data_ranges: tuple[DataRange, ...] = field(default=(), kw_only=True)
     # each fused-activation field's allowed activation specs by operator type (load_specs fills it:
     # they live in other files)
     activations: dict[str, dict[int, "OperatorSpec"]] = field(default_factory=dict, repr=False, kw_only=True)
@@ -1166,6 +1200,26 @@ def _read_limits(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[Fi
     return limits
 
 
+def _read_data_ranges(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec],
+                      roles: _Roles) -> list[DataRange]:
+    """Read generation.data_ranges: an input tensor, the types and descriptors it applies to, and
+    its inclusive range as two shape expressions, which may also read the case's feature level."""
+    ranges = []
+    extra = level_names(catalog)
+    for index, raw in enumerate(data.get("generation", {}).get("data_ranges", [])):
+        path = ("generation", "data_ranges", index)
+        if raw["tensor"] not in roles.inputs:
+            raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not an input tensor field")
+        if "applies_to" in raw:
+            _check_types(src, path + ("applies_to",), raw["applies_to"], catalog)
+        when = _shape_expr(src, path + ("when",), raw["when"], fields, roles, extra) if "when" in raw else None
+        low = _shape_expr(src, path + ("min",), raw["min"], fields, roles, extra)
+        high = _shape_expr(src, path + ("max",), raw["max"], fields, roles, extra)
+        ranges.append(DataRange(raw["tensor"], low, high, raw["why"], when,
+                                tuple(raw["applies_to"]) if "applies_to" in raw else None, float(raw.get("outside", 0.0))))
+    return ranges
+
+
 def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     """Schema-check and meaning-check one operator file, and build its model."""
     data = _read_document(src)
@@ -1182,6 +1236,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     examples = _read_examples(src, data, catalog, roles, optional)
     favour = _read_generation(src, data, scope, roles)
     limits = _read_limits(src, data, catalog, fields, roles)
+    data_ranges = _read_data_ranges(src, data, catalog, fields, roles)
 
     return OperatorSpec(
         favour=tuple(favour),
@@ -1191,7 +1246,8 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         formula=formula, special_cases=tuple(data.get("special_cases", [])), unspecified=tuple(unspecified),
         comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
         sources=tuple(data["sources"]), path=src.path, catalog=catalog,
-        variant_key=data.get("variant_key"), limits=tuple(limits))
+        variant_key=data.get("variant_key"), limits=tuple(limits),
+        data_ranges=tuple(data_ranges))
 
 
 def operator_files(specs_dir: Path) -> list[Path]:

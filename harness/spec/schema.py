@@ -200,6 +200,11 @@ OPERATOR_SCHEMA: dict = {
             "limits": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False, "required": ["tensor", "bits", "why"],
                 "properties": {"tensor": _NAME, "bits": _EXPR, "when": _EXPR, "applies_to": _TYPE_LIST,
+                               "why": {"type": "string"}}}},
+            "data_ranges": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["tensor", "min", "max", "why"],
+                "properties": {"tensor": _NAME, "min": _EXPR, "max": _EXPR, "when": _EXPR, "applies_to": _TYPE_LIST,
+                               "outside": {"type": "number", "minimum": 0, "maximum": 1},
                                "why": {"type": "string"}}}}}},
         "sources": {"type": "array", "minItems": 1, "items": {
             "type": "object", "additionalProperties": False, "required": ["document", "languages"],

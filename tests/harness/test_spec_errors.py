@@ -88,6 +88,10 @@ CASES = [
     ("attribute_default_on_tensor", SIGN, '{name: InputTensor, role: input, c_type: "const DML_TENSOR_DESC*"}',
      '{name: InputTensor, role: input, c_type: "const DML_TENSOR_DESC*", default: 1}', "default: 1}", "fields[0].default",
      "only attributes take a default"),
+    ("data_range_unknown_level", "GATHER.yaml", 'when: "FeatureLevel < FL_3_0"', 'when: "FeatureLevel < FL_3_5"',
+     'FL_3_5', "generation.data_ranges[1].when", "FL_3_5"),
+    ("level_names_only_in_data_ranges", "REDUCE.yaml", 'when: "Function in [SUM, L1]",\n       bits: "31',
+     'when: "FeatureLevel >= FL_3_0",\n       bits: "31', 'FeatureLevel >= FL_3_0', "generation.limits[0].when", "FeatureLevel"),
     ("unspecified_bad_name", QUANT, 'when: "scale == 0"', 'when: "scael == 0"', 'when: "scael == 0"', "unspecified[0].when",
      "undefined name(s) scael"),
 ]

@@ -61,6 +61,11 @@ def gemm(a, b, c, out, trans_b=0.0) -> Descriptor:
                       {"TransA": 0.0, "TransB": trans_b, "Alpha": 1.0, "Beta": 1.0})
 
 
+def gather(in_sizes, index_sizes, out_sizes, axis, index_dims, index_type="UINT32") -> Descriptor:
+    return Descriptor("GATHER", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "IndicesTensor": TensorDesc(index_type, list(index_sizes)),
+                                 "OutputTensor": TensorDesc("FLOAT32", list(out_sizes))}, {"Axis": float(axis), "IndexDimensions": float(index_dims)})
+
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -108,6 +113,14 @@ CASES = {
     # PADDING1: one array per dimension (the shape rule is guarded by it); the union's type (FLOAT16 = 2)
     "constraint.padding_dimension_count": (pad1([2, 3], [3, 3], [1, 0], [0, 0]), "5.0", pad1([2, 3], [3, 3], [1], [0]), "5.0"),
     "constraint.padding_value_data_type": (pad1([3], [5], [1], [1]), "5.0", pad1([3], [5], [1], [1], value_type=2), "5.0"),
+    # GATHER: the page's Example 2 (rows 0,1,1,2 of a {3, 2} input) and Example 5 (Axis 1, two index dims, a
+    # cropped leading 1); the shape rules are guarded by equal ranks and a valid Axis and IndexDimensions
+    "constraint.indices_dimension_count": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [4], [4, 2], 0, 1), "4.1"),
+    "constraint.output_dimension_count": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [1, 4], [1, 4, 2], 0, 1), "4.1"),
+    "constraint.index_dimensions_in_range": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [1, 4], [4, 2], 0, 3), "4.1"),
+    "constraint.input_leading_ones": (gather([1, 3, 2], [1, 2, 2], [2, 2, 2], 1, 2), "4.1",
+                                      gather([2, 3, 2], [1, 2, 2], [2, 2, 2], 1, 2), "4.1"),
+    "constraint.indices_sizes": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [2, 4], [4, 2], 0, 1), "4.1"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
     "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),
@@ -195,3 +208,23 @@ def test_a_free_size_takes_any_value_and_the_fixed_ones_must_match():
         assert validate(spec, gemm([2, 3], [3, n], None, [2, n]), "6.4").accepted
         assert validate(spec, gemm([2, 3], [n, 3], None, [2, n], trans_b=1.0), "6.4").accepted
     assert validate(spec, gemm([2, 3], [3, 2], None, [2, 3], trans_b=1.0), "6.4").rule_ids == {"constraint.b_sizes"}
+
+
+def test_gather_page_example_3_as_printed_is_invalid():
+    """The page's Example 3 prints IndexDimensions 2 for a {1, 2} IndicesTensor on a {3, 2} input
+    at Axis 1: the concatenation {3} + {1, 2} is 3 long and would crop the 3, not a leading 1, so no
+    2-D output fits (a page defect; with IndexDimensions 1 the page's {3, 2} output is exact)."""
+    spec = SPECS.operator("GATHER")
+    assert validate(spec, gather([3, 2], [1, 2], [3, 2], 1, 1), "4.1").accepted
+    assert validate(spec, gather([3, 2], [1, 2], [3, 2], 1, 2), "4.1").rule_ids == {"constraint.input_leading_ones", "constraint.output_sizes"}
+
+
+def test_gather_index_dimensions_zero_and_negative_index_types():
+    """IndexDimensions 0: a scalar index (the indices all 1s), the axis dropped and a leading 1
+    added; signed index types exist from FL 3.0 only."""
+    spec = SPECS.operator("GATHER")
+    assert validate(spec, gather([3, 2], [1, 1], [1, 2], 0, 0), "4.1").accepted
+    assert validate(spec, gather([3, 2], [2, 1], [1, 2], 0, 0), "4.1").rule_ids == {"constraint.indices_sizes"}
+    four = gather([1, 1, 3, 2], [1, 1, 1, 4], [1, 1, 4, 2], 2, 1, index_type="INT32")
+    assert validate(spec, four, "3.0").accepted
+    assert validate(spec, four, "2.1").rule_ids == {"tensor.data_type"}
