@@ -25,7 +25,7 @@ from harness.spec.expr import EvalContext, _select, parse_formula
 from harness.model.layout import pack_buffer
 from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
 from harness.reference.evaluate import expected_for
-from harness.spec.families import BOUND_VARIABLES, element_variables
+from harness.spec.families import BOUND_VARIABLES, element_variables, formula_variables
 from harness.spec.operator import enum_members, struct_variables
 from tests.helpers import SPECS
 
@@ -244,6 +244,8 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     # a family's facts about each element's group (unspecified rules) and its bound variables
     variables.update({name: rng.integers(0, 3, N) for name in element_variables(family.name if family else None)})
     variables.update({name: np.abs(rng.standard_normal(N)) * 50 for name in BOUND_VARIABLES.get(family.name if family else "", {})})
+    # values a family computes for the formula (matmul's dot product `ab`)
+    variables.update({name: rng.standard_normal(N) * 50 for name in formula_variables(family.name if family else None)})
     variables.update({name: np.float64(0.25) for name in spec.formula.attributes})
     variables.update({"Min": -128, "Max": 127})
     variables.update(enum_members(spec.fields))
