@@ -4,6 +4,8 @@ undefined behaviour; made in batches, one seed per data set.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -133,17 +135,25 @@ def limited_values(values: np.ndarray, dtype: DataType, bits: int) -> np.ndarray
     return folded.reshape(values.shape).astype(dtype.numpy)
 
 
+def _in_force(entries: Iterable[Any], descriptor: Descriptor, views: dict[str, np.ndarray], names: dict[str, Any],
+              facts: dict) -> Iterator[tuple[Any, Any]]:
+    """The generation entries (limits, data ranges) in force for `descriptor`, each with its
+    tensor's descriptor: the tensor is there, of a type the entry applies to, and `when` holds."""
+    for entry in entries:
+        desc = descriptor.tensors.get(entry.tensor)
+        if desc is None or entry.tensor not in views:
+            continue
+        if entry.applies_to is not None and desc.data_type not in entry.applies_to:
+            continue
+        if entry.when is not None and not entry.when.evaluate(names, facts):
+            continue
+        yield entry, desc
+
+
 def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
     """Bring the inputs within the spec's generation.limits, in place (logical elements only)."""
     names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
-    for limit in spec.limits:
-        desc = descriptor.tensors.get(limit.tensor)
-        if desc is None or limit.tensor not in views:
-            continue
-        if limit.applies_to is not None and desc.data_type not in limit.applies_to:
-            continue
-        if limit.when is not None and not limit.when.evaluate(names, facts):
-            continue
+    for limit, desc in _in_force(spec.limits, descriptor, views, names, facts):
         bits = limit.bits.evaluate(names, facts)
         if isinstance(bits, bool) or not isinstance(bits, int):
             continue  # the expression has no value for this descriptor
@@ -188,14 +198,7 @@ def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
     leaves their outputs open but says what must not happen (a failure), which a run checks."""
     names = {**attribute_names(spec, descriptor.attributes), **level_facts(spec.catalog, level)}
     facts = tensor_facts(descriptor, spec.catalog)
-    for entry in spec.data_ranges:
-        desc = descriptor.tensors.get(entry.tensor)
-        if desc is None or entry.tensor not in views:
-            continue
-        if entry.applies_to is not None and desc.data_type not in entry.applies_to:
-            continue
-        if entry.when is not None and not entry.when.evaluate(names, facts):
-            continue
+    for entry, desc in _in_force(spec.data_ranges, descriptor, views, names, facts):
         low, high = entry.low.evaluate(names, facts), entry.high.evaluate(names, facts)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low > high:
             continue  # the expressions have no value for this descriptor

@@ -173,28 +173,35 @@ class Expected:
     def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """Where an `unspecified` rule may hold on some legal evaluation (a liberty can turn a defined
         element into an unspecified one: a flushed denormal times INF is NaN), with the reasons."""
-        from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
         mask = np.zeros(flat_index.shape, dtype=bool)
         reasons: list[str] = []
         inputs = self._legal_inputs(name, flat_index)
         if inputs is None:
             return mask, reasons
         operands, ctx, tensor_types = inputs
-        model = self.spec.catalog.arithmetic
-        for rule in self.spec.unspecified:
-            if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
-                continue
-            try:
-                parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
-                                     tensor_types, convert_output=False)
-            except ModelUnsupported:
-                continue
-            hit, tags = may_be_true(parts)
-            if hit.any():
-                needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))})
-                reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
-                mask |= hit
+        unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size), mask, reasons)
         return mask, reasons
+
+
+def unspecified_under_model(spec: OperatorSpec, out_type: str, operands: dict, ctx: EvalContext, tensor_types: list[str],
+                            n: int, mask: np.ndarray, reasons: list[str], liberty: str | None = None) -> None:
+    """Mark in `mask` (in place) the elements where some `unspecified` rule of `spec` may hold on a
+    legal evaluation of its condition over `operands`, adding each rule's id to `reasons` with the
+    liberties it needs (and `liberty`, the alternative the operands stand for)."""
+    from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
+    model = spec.catalog.arithmetic
+    for rule in spec.unspecified:
+        if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
+            continue
+        try:
+            parts = legal_values(model, rule.when, operands, n, ctx, out_type, tensor_types, convert_output=False)
+        except ModelUnsupported:
+            continue
+        hit, tags = may_be_true(parts)
+        if hit.any():
+            needed = sorted({name for t in np.unique(tags[hit]) for name in model.names(int(t))} | ({liberty} if liberty else set()))
+            reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+            mask |= hit
 
 
 def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.ndarray:
@@ -502,28 +509,14 @@ class FamilyExpected(Expected):
         """Where an `unspecified` rule of the epilogue may hold on some legal evaluation (the dot
         product anywhere within its bound, the precision model's liberties after it: an overflowed
         ab times a zero Alpha is NaN, which a fused activation's min/max may meet)."""
-        from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
         mask = np.zeros(flat_index.shape, dtype=bool)
         reasons: list[str] = []
         if name not in self.family.epilogue:
             return mask, reasons
-        model = self.spec.catalog.arithmetic
         for liberty, override in self._epilogue_variants(name):
             operands, ctx, tensor_types = self._epilogue_operands(name, flat_index, override)
-            for rule in self.spec.unspecified:
-                if rule.handled_by == "comparison" or (rule.applies_to is not None and self._out_type(name) not in rule.applies_to):
-                    continue
-                try:
-                    parts = legal_values(model, rule.when, operands, int(flat_index.size), ctx, self._out_type(name),
-                                         tensor_types, convert_output=False)
-                except ModelUnsupported:
-                    continue
-                hit, tags = may_be_true(parts)
-                hit &= ~mask
-                if hit.any():
-                    needed = sorted({n for t in np.unique(tags[hit]) for n in model.names(int(t))} | ({liberty} if liberty else set()))
-                    reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
-                    mask |= hit
+            unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size),
+                                    mask, reasons, liberty)
         return mask, reasons
 
 
