@@ -182,20 +182,10 @@ class OnnxRuntimeBackend:
             raise _Unsupported(f"no ONNX mapping for {op}")
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
-        if entry["builder"] == "reduce_index":
-            return self._reduce_index(entry, d, inputs)
-        if entry["builder"] == "reduce":
-            return self._reduce(entry, d, inputs)
-        if entry["builder"] == "slice_window":
-            return self._slice_window(entry, d, inputs)
-        if entry["builder"] == "top_k":
-            return self._top_k(entry, d, inputs)
-        if entry["builder"] == "pad":
-            return self._pad(entry, d, inputs)
-        if entry["builder"] == "matmul":
-            return self._matmul(entry, d, inputs)
-        if entry["builder"] == "gather":
-            return self._gather(entry, d, inputs)
+        family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
+                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather}
+        if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
+            return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
         types = [d.tensors[name].data_type for name in names]

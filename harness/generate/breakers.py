@@ -364,7 +364,7 @@ def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None
 
 def _tensors_read(spec: OperatorSpec, rule: str) -> frozenset[str]:
     """The tensors an expression or shape rule reads: the valid descriptor it starts from must
-    have them (a rule over an optional tensor, GEMM's C, breaks only where that tensor is present)."""
+    have them (a rule over an optional tensor, such as a matrix product's optional addend, breaks only where that tensor is present)."""
     c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape")), None)
     return frozenset(c.reads) if c is not None else frozenset()
 
@@ -386,7 +386,7 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
                                                       present=_tensors_read(spec, rule))))
     result = breaker_for(rule)(draw, spec, level, descriptor)
     if result is None and rule in _searched_rules(spec) and rule_reachable(spec, level, rule):
-        # some valid descriptors leave a shape rule nothing to break alone (GATHER's indices_sizes
+        # some valid descriptors leave a shape rule nothing to break alone (an index tensor's shape rule
         # fixes no size where every index dim is meaningful): draw another one
         reject()
     if result is None:

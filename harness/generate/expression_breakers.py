@@ -181,7 +181,7 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     """Whether the mutation search breaks `rule` alone on a fixed valid descriptor at `level` (of
     the variant key's `member`, where the tables depend on one)."""
     # one cell per pattern of present tensors and dimension count, newest first: a rule over an
-    # optional tensor (GEMM's C) is breakable only where that tensor is present
+    # optional tensor (a matrix product's optional addend) is breakable only where that tensor is present
     patterns: dict[tuple, tuple] = {}
     for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
         patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))

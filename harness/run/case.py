@@ -104,7 +104,7 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
     if isinstance(result, Crashed) and not capabilities.is_reference:
         # once more, on a restarted runner: a crash that repeats is the case's result; one that does
         # not is reported beside the rerun's verdict (tag `crashed-once`, the summary, the case file),
-        # never dropped, and the verdict is the rerun's (DirectML under Wine crashed 1 GATHER case
+        # never dropped, and the verdict is the rerun's (DirectML under Wine crashed 1 case
         # of 2,735 once in CI, and not on replay)
         first = result
         result = _run_once(backend, case)

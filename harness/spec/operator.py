@@ -249,7 +249,7 @@ class Limit:
 class DataRange:
     """A range that valid input data of `tensor` keeps to (`generation.data_ranges`): where the
     page makes values outside a range select unspecified outputs without being a rejection
-    (GATHER's indices beyond the gathered axis), random data would leave almost nothing checked.
+    (an index beyond the axis it selects along), random data would leave almost nothing checked.
     `low` and `high` (inclusive) are shape expressions evaluated per case, which may read the
     case's feature level (FEATURE_LEVEL_NAME and the FL_X_Y constants); `outside` is the share of
     data sets that get a few values just outside it (high + 1, low - 1), so that a run still checks

@@ -4,7 +4,7 @@ Per output element {batch..., m, n} the plug-in computes `ab`, the dot product o
 and column n of op(b) over the shared dimension K, where op() transposes the last two dims when
 the spec's `transpose_a` / `transpose_b` expression holds; leading (batch) dims pair up one to one
 (the spec's constraints make them equal). The spec's expression then gives the output from `ab`,
-its other inputs and the attributes (GEMM: `Alpha * ab + Beta * c`); a fused activation is
+its other inputs and the attributes (for example `Alpha * ab + Beta * c`); a fused activation is
 composed over that expression by harness.spec.fused exactly as for an element-wise operator, so
 nothing operator-specific lives here.
 
