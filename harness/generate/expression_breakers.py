@@ -23,11 +23,16 @@ from harness.model.validator import validate
 from harness.spec.operator import OperatorSpec
 from harness.generate.layouts import reset_layout
 from harness.generate.strategies import dependent_values, derive_sizes
-from harness.spec.shape_expr import FREE
+from harness.spec.shape_expr import is_free
 from harness.generate.types import coverage_plan
 
 UINT32_MAX = 2**32 - 1
 Mutation = tuple[str, Callable[[Descriptor], None]]
+
+
+def _kept_free_size(old: int, entry: object) -> int:
+    values = getattr(entry, "values", None)
+    return old if not values or old in values else values[0]
 
 
 def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] = frozenset()) -> bool:
@@ -42,9 +47,10 @@ def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] 
             want = derive_sizes(spec, d, name)
         except ValueError:
             return False
-        # a `free` position keeps the size the tensor has there (1 where its rank changed)
+        # a `free` position keeps the size the tensor has there (1 where its rank changed); a
+        # `free_in(values)` one keeps it where the values hold it, else takes their first
         old = list(t.sizes) if len(t.sizes) == len(want) else [1] * len(want)
-        t.sizes = [o if w is FREE else w for o, w in zip(old, want)]
+        t.sizes = [_kept_free_size(o, w) if is_free(w) else w for o, w in zip(old, want)]
         t.dimension_count = None
         reset_layout(t)
     return True
@@ -121,7 +127,8 @@ def _shape_rule_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutatio
         except ValueError:
             continue
         for i, v in enumerate(want):
-            if v is FREE:  # any size is valid there: nothing to step past
+            if is_free(v):  # any size is valid there: nothing to step past
+                yield from _free_in_steps(name, c.id, want, i, v, d)
                 continue
 
             def apply(x: Descriptor, name: str = name, want: list[int] = want, i: int = i, v: int = v) -> None:
@@ -132,6 +139,26 @@ def _shape_rule_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutatio
                     t.dimension_count = None
                     reset_layout(t)
             yield f"{name}.Sizes[{i}] = {v + 1} (one past {c.id})", apply
+
+
+def _free_in_steps(name: str, rule_id: str, want: list, i: int, entry: object, d: Descriptor) -> Iterator[Mutation]:
+    """A `free_in(values)` position one step off its size (to 1 or more): the values keep generated
+    descriptors inside the spec's other rules (a count that is a multiple of a group count), and
+    stepping off them is how such a rule is broken (a plain `free` position has no such rule)."""
+    t = d.tensors.get(name)
+    if getattr(entry, "values", None) is None or t is None or len(t.sizes) != len(want):
+        return
+    for size in (t.sizes[i] + 1, t.sizes[i] - 1):
+        if size < 1:
+            continue
+
+        def apply(x: Descriptor, name: str = name, i: int = i, size: int = size) -> None:
+            u = x.tensors[name]
+            assert u is not None
+            u.sizes[i] = size
+            u.dimension_count = None
+            reset_layout(u)
+        yield f"{name}.Sizes[{i}] = {size} (a step off {rule_id}'s free_in values)", apply
 
 
 def mutations(spec: OperatorSpec, d: Descriptor) -> list[Mutation]:

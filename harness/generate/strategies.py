@@ -16,7 +16,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, tensor_facts
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
-from harness.spec.shape_expr import FREE
+from harness.spec.shape_expr import is_free
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_strategy, layout_tags, sizes_strategy
@@ -164,9 +164,9 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         t = types[f.name]
         if f.name in derived and t is not None:
             sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
-            if FREE in sizes:  # its own dimensions: drawn within what the fixed ones leave of the budget
-                budget = max(1, config.max_elements // max(1, prod(s for s in sizes if s is not FREE)))
-                sizes = [draw(ints(1, max(1, min(config.max_dim_size, budget)))) if s is FREE else s for s in sizes]
+            if any(is_free(s) for s in sizes):  # its own dimensions: drawn within what the fixed ones leave of the budget
+                budget = max(1, config.max_elements // max(1, prod(s for s in sizes if not is_free(s))))
+                sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
             if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
                 sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
             tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
@@ -237,13 +237,25 @@ def _reads(pool: dict) -> set[str]:
     return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
 
 
+def _free_size(draw: st.DrawFn, entry: Any, most: int) -> int:
+    """A size for a `free` position, 1 to `most`; for `free_in(values)`, one of its values in that
+    range (none: the drawn shapes leave it no size, and the example is redrawn)."""
+    values = getattr(entry, "values", None)
+    if values is None:
+        return draw(ints(1, max(1, most)))
+    fitting = sorted({v for v in values if 1 <= v <= max(1, most)})
+    if not fitting:
+        reject()
+    return draw(st.sampled_from(fitting))
+
+
 def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> list:
     """The Sizes the spec's `shape` rule gives `tensor` in `descriptor` (ValueError when it gives
     none); a position the rule leaves `free` is FREE, for the caller to fill."""
     for c in spec.shape_rules:
         if c.tensors[0] == tensor and c.sizes is not None:
             sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog))
-            if isinstance(sizes, list) and sizes and all(v is FREE or (isinstance(v, int) and v >= 0) for v in sizes):
+            if isinstance(sizes, list) and sizes and all(is_free(v) or (isinstance(v, int) and v >= 0) for v in sizes):
                 return sizes
             raise ValueError(f"{spec.name}: shape rule {c.id} gives {sizes!r} for {tensor}")
     raise ValueError(f"{spec.name}: no shape rule for {tensor}")

@@ -14,7 +14,7 @@ from harness.model.facts import attribute_names, tensor_facts
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.operator import OperatorSpec, SpecSet
-from harness.spec.shape_expr import FREE
+from harness.spec.shape_expr import is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
 # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
@@ -155,9 +155,9 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
         if desc is None or want is None:
             continue
         if c.bound == "upper":
-            if len(desc.sizes) != len(want) or not all(w is FREE or 1 <= a <= w for a, w in zip(desc.sizes, want)):
+            if len(desc.sizes) != len(want) or not all(is_free(w) or 1 <= a <= w for a, w in zip(desc.sizes, want)):
                 out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, each must be 1 to {want}"))
-        elif len(desc.sizes) != len(want) or not all(w is FREE or a == w for a, w in zip(desc.sizes, want)):
+        elif len(desc.sizes) != len(want) or not all(is_free(w) or a == w for a, w in zip(desc.sizes, want)):
             out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, expected {want}"))  # `free`: any size
     return out
 

@@ -102,6 +102,28 @@ FAMILIES: dict[str, dict[str, Param]] = {
                         meaning="for the formula variable ab, the largest |device - exact| a conforming device may "
                                 "show, over BOUND_VARIABLES (without one: exact)"),
     },
+    "window": {
+        "input": Param("input", meaning="the tensor the windows slide over: {batch, channels, spatial...}"),
+        "filter": Param("input", meaning="the weights: {out channels, channels / groups, kernel...}, or where `transposed` "
+                                         "holds {in channels, out channels / groups, kernel...}"),
+        "strides": Param("array", meaning="the window's step per spatial dimension"),
+        "dilations": Param("array", meaning="the step between kernel elements per spatial dimension"),
+        "start": Param("array", meaning="the zero padding before each spatial dimension (transposed: cropped from the "
+                                        "result's start)"),
+        "end": Param("array", meaning="the zero padding after each spatial dimension (transposed: cropped from the "
+                                      "result's end)"),
+        "output_padding": Param("array", required=False,
+                                meaning="transposed only: positions added at the end of each spatial dimension of the "
+                                        "result (they hold what the transposed window gives there, zero past its reach)"),
+        "groups": Param("scalar", meaning="the UINT field of the group count: channels split into that many equal groups, "
+                                          "each output channel reading its group's input channels only"),
+        "transposed": Param("expression", meaning="true: the adjoint of the forward window (each input element scattered "
+                                                  "over the output through the filter)"),
+        "flip": Param("expression", meaning="true: the filter is read in reverse order along each spatial dimension"),
+        "bounds": Param("bounds", required=False,
+                        meaning="for the formula variable xw, the largest |device - exact| a conforming device may "
+                                "show, over BOUND_VARIABLES (without one: exact)"),
+    },
 }
 
 # Values a family computes per output element that the spec's expression (and its unspecified
@@ -110,6 +132,10 @@ FORMULA_VARIABLES: dict[str, dict[str, str]] = {
     "matmul": {
         "ab": "the exact dot product of row m of op(a) and column n of op(b) over K (float64), per output element "
               "{batch..., m, n}; the leading (batch) dims of a, b and the output are equal",
+    },
+    "window": {
+        "xw": "the exact sum of input times filter over the window of each output element {n, m, spatial...} "
+              "(float64): the input channels of m's group, the kernel positions that land on the input",
     },
 }
 
@@ -159,6 +185,16 @@ BOUND_VARIABLES: dict[str, dict[str, str]] = {
         "sum_inputs": "the sum of |a_k| + |b_k| over the K terms' finite factors (a flushed fp32 denormal factor moves "
                       "its product by less than tiny times the other factor)",
     },
+}
+BOUND_VARIABLES["window"] = {
+    **BOUND_VARIABLES["matmul"],
+    "K": "the number of terms of the window's dot product: (channels / groups) * prod(kernel sizes), an upper bound "
+         "on the kernel positions that land on the input",
+    "inf": "+infinity: a bound of inf accepts every value of xw, NaN included",
+    "exact": "the exact window sum xw (float64)",
+    "sum_abs": "the sum of |x * w| over the window's terms whose factors are finite",
+    "sum_inputs": "the sum of |x| + |w| over the window's terms' finite factors (a flushed fp32 denormal factor moves "
+                  "its product by less than tiny times the other factor)",
 }
 
 

@@ -43,6 +43,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len, "range": _range, "min": min, "max": max, "sum": sum, "all": all, "any": any,
     "prod": lambda values: math.prod(values), "abs": abs, "distinct": _distinct,
     "sorted": sorted, "bit_length": lambda n: int(n).bit_length(),
+    "free_in": lambda values: _FreeIn(values),
 }
 TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")
 
@@ -59,6 +60,25 @@ class _Free:
 
 FREE = _Free()
 FREE_NAME = "free"
+
+
+class _FreeIn(_Free):
+    """`free_in(values)`: a `free` position (the validator accepts any size there; what the sizes
+    must satisfy is stated by the spec's own constraints) whose size generation draws from
+    `values` instead of from every size the budget allows: a generation domain that keeps the
+    drawn descriptors inside those constraints (a channel count that is a multiple of a group
+    count, a window no larger than what it slides over)."""
+
+    def __init__(self, values: Any) -> None:
+        self.values = tuple(int(v) for v in values)
+
+    def __repr__(self) -> str:
+        return f"free_in({list(self.values)})"
+
+
+def is_free(value: Any) -> bool:
+    """Whether a shape rule's entry is `free` or `free_in(...)` (any size is valid there)."""
+    return isinstance(value, _Free)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,19 @@ def gather(in_sizes, index_sizes, out_sizes, axis, index_dims, index_type="UINT3
                                  "OutputTensor": TensorDesc("FLOAT32", list(out_sizes))}, {"Axis": float(axis), "IndexDimensions": float(index_dims)})
 
 
+def conv(x, w, out, bias=None, groups=1, direction=0, strides=(1, 1), dilations=(1, 1), start=(0, 0), end=(0, 0),
+         output_padding=(0, 0)) -> Descriptor:
+    """CONVOLUTION (cross-correlation) without a fused activation; bias None: no BiasTensor."""
+    t = lambda sizes: TensorDesc("FLOAT32", list(sizes)) if sizes is not None else None
+    return Descriptor("CONVOLUTION", {"InputTensor": t(x), "FilterTensor": t(w), "BiasTensor": t(bias), "OutputTensor": t(out)},
+                      {"Mode": 1.0, "Direction": float(direction), "Strides": list(strides), "Dilations": list(dilations),
+                       "StartPadding": list(start), "EndPadding": list(end), "OutputPadding": list(output_padding),
+                       "GroupCount": float(groups)})
+
+
+# CONVOLUTION: x {1, C=2, 3, 3}, GroupCount 2, filter {M=2, C/G=1, 2, 2}, output {1, 2, 2, 2}, bias {1, 2, 1, 1}
+CONV = conv([1, 2, 3, 3], [2, 1, 2, 2], [1, 2, 2, 2], bias=[1, 2, 1, 1], groups=2)
+
 # rule id -> (valid descriptor, level, broken descriptor, level)
 CASES = {
     "attribute.enum_value": (round_(2.0), "4.1", round_(3.0), "4.1"),  # DML_ROUNDING_MODE has members 0, 1, 2
@@ -125,6 +138,18 @@ CASES = {
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),
     "constraint.scale_same_type_as_input": (quant("FLOAT16", "FLOAT16"), "6.4", quant("FLOAT16", "FLOAT32"), "6.4"),
     "constraint.zero_point_same_type_as_output": (quant(zp="INT8", out="INT8"), "6.4", quant(zp="INT8", out="UINT8"), "6.4"),
+    # CONVOLUTION: each shape rule is guarded by equal ranks and arrays of the spatial rank, so each rule breaks alone
+    "constraint.groups_divide_input_channels": (CONV, "6.4", conv([1, 3, 3, 3], [2, 1, 2, 2], [1, 2, 2, 2], groups=2), "6.4"),
+    "constraint.groups_divide_output_channels": (CONV, "6.4", conv([1, 2, 3, 3], [3, 1, 2, 2], [1, 3, 2, 2], groups=2), "6.4"),
+    "constraint.dilations_not_zero": (CONV, "6.4", conv([1, 2, 3, 3], [2, 1, 2, 2], [1, 2, 3, 2], groups=2, dilations=(0, 1)), "6.4"),
+    "constraint.spatial_dimension_count": (CONV, "6.4", conv([1, 2, 3, 3], [2, 1, 2, 2], [1, 2, 2, 2], groups=2, strides=(1, 1, 1),
+                                                            dilations=(1, 1, 1), start=(0, 0, 0), end=(0, 0, 0),
+                                                            output_padding=(0, 0, 0)), "6.4"),
+    "constraint.window_fits": (conv([1, 2, 2, 2], [2, 1, 2, 2], [1, 2, 1, 1], groups=2), "6.4",
+                               conv([1, 2, 1, 2], [2, 1, 2, 2], [1, 2, 1, 1], groups=2), "6.4"),
+    "constraint.bias_same_dimension_count": (CONV, "6.4", conv([1, 2, 3, 3], [2, 1, 2, 2], [1, 2, 2, 2], bias=[2, 1, 1], groups=2), "6.4"),
+    "constraint.filter_sizes": (CONV, "6.4", conv([1, 2, 3, 3], [2, 2, 2, 2], [1, 2, 2, 2], groups=2), "6.4"),
+    "constraint.bias_sizes": (CONV, "6.4", conv([1, 2, 3, 3], [2, 1, 2, 2], [1, 2, 2, 2], bias=[1, 3, 1, 1], groups=2), "6.4"),
 }
 
 

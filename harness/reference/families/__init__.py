@@ -80,9 +80,9 @@ Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Ge
 
 def family_compute(name: str) -> Compute:
     """The plug-in of family `name` (the spec loader has checked the name)."""
-    from harness.reference.families import data_movement, gather, matmul, reduce, sort
+    from harness.reference.families import data_movement, gather, matmul, reduce, sort, window
     plugins: dict[str, Compute] = {"reduce": reduce.compute, "data_movement": data_movement.compute, "sort": sort.compute,
-                                   "matmul": matmul.compute, "gather": gather.compute}
+                                   "matmul": matmul.compute, "gather": gather.compute, "window": window.compute}
     return plugins[name]
 
 

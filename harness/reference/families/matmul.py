@@ -75,23 +75,44 @@ def _dot_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
+    a, b = _matrices(spec, descriptor, inputs)
+    exact, sum_abs, sum_inputs = _dot_products(a, b)
+    # fp32 denormal factors flushed to zero (D3D may read any fp32 input so): the dot product over
+    # the flushed factors is a legal alternative of `ab` (see dot_epilogue)
+    fa, fb = _matrices(spec, descriptor, inputs, flush=True)
+    flushed = None
+    if not (np.array_equal(fa, a, equal_nan=True) and np.array_equal(fb, b, equal_nan=True)):
+        with np.errstate(all="ignore"):
+            flushed = np.matmul(fa, fb)
+    return dot_epilogue(spec, descriptor, inputs, "ab", (family.params["a"], family.params["b"]),
+                        exact, sum_abs, sum_inputs, a.shape[-1], flushed)
+
+
+def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], variable: str,
+                 operands: tuple[str, ...], exact: np.ndarray, sum_abs: np.ndarray, sum_inputs: np.ndarray,
+                 terms: int, flushed: np.ndarray | None) -> FamilyResult:
+    """The FamilyResult of a family whose output element is the spec's expression over one exact dot
+    product per output element, `variable` (matmul's `ab`, the window family's `xw`), shared so that
+    every such family is judged alike: `exact`, `sum_abs` (sum |a_k b_k|) and `sum_inputs` (sum
+    |a_k| + |b_k|) broadcast to the output's Sizes; `terms` is the bound's K; `flushed` the dot
+    product over fp32-flushed factors where it differs (None: no denormal factor). `operands` are
+    the tensors read through the dot product only."""
+    family = spec.formula.family
+    assert family is not None
     out_name = spec.formula.output
     out_desc = descriptor.tensors[out_name]
     assert out_desc is not None
     out_type = spec.catalog.dtype(out_desc.data_type)
     shape = tuple(out_desc.sizes)
-
-    a, b = _matrices(spec, descriptor, inputs)
-    exact, sum_abs, sum_inputs = _dot_products(a, b)
     exact = np.broadcast_to(exact, shape)
 
-    # the expression's other inputs (C: the output's Sizes, or its absent value), per output element
+    # the expression's other inputs (C, a bias: broadcast to the output's Sizes, or their absent value)
     variables: dict[str, object] = {}
     for var, tensor in spec.formula.inputs.items():
-        if tensor in (family.params["a"], family.params["b"]):
-            continue  # read through ab only
+        if tensor in operands:
+            continue  # read through the dot product only
         variables[var] = np.broadcast_to(np.asarray(inputs[var]), shape) if np.ndim(inputs[var]) else inputs[var]
-    variables["ab"] = exact
+    variables[variable] = exact
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
     ctx = formula_context(spec, types, variables, descriptor.attributes)
     with np.errstate(all="ignore"):
@@ -100,28 +121,26 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
 
     result = FamilyResult({out_name: output})
     # fp32 denormal factors flushed to zero (D3D may read any fp32 input so): the dot product over
-    # the flushed factors is a legal alternative of `ab`, judged through the epilogue like `ab`
-    # itself (Alpha, Beta, C, the fused activation and the unspecified rules after it). The
-    # bound's `tiny * sum_inputs` covers what a flush moves a finite product; this covers an
-    # infinite factor met by a flushed denormal (inf * 1e-39 is inf, inf * 0 is NaN, which a
+    # the flushed factors is a legal alternative, judged through the epilogue like the dot product
+    # itself (the expression's other terms, the fused activation and the unspecified rules after
+    # it). The bound's `tiny * sum_inputs` covers what a flush moves a finite product; this covers
+    # an infinite factor met by a flushed denormal (inf * 1e-39 is inf, inf * 0 is NaN, which a
     # fused HARD_SIGMOID's min/max then meets: seen on an NVIDIA H100).
-    fa, fb = _matrices(spec, descriptor, inputs, flush=True)
-    if not (np.array_equal(fa, a, equal_nan=True) and np.array_equal(fb, b, equal_nan=True)):
-        with np.errstate(all="ignore"):
-            result.epilogue_alternatives[out_name] = [("fp32_input_flush", {"ab": np.broadcast_to(np.matmul(fa, fb), shape)})]
-    result.summaries["ab"] = exact
-    bound = family.bound("ab")
+    if flushed is not None:
+        result.epilogue_alternatives[out_name] = [("fp32_input_flush", {variable: np.broadcast_to(flushed, shape)})]
+    result.summaries[variable] = exact
+    bound = family.bound(variable)
     spread = None
     if bound is not None and out_type.is_float:
-        bound_variables = {**type_bound_variables(out_type.numpy), "K": np.float64(a.shape[-1]), "exact": exact,
+        bound_variables = {**type_bound_variables(out_type.numpy), "K": np.float64(terms), "exact": exact,
                            "sum_abs": np.broadcast_to(sum_abs, shape), "sum_inputs": np.broadcast_to(sum_inputs, shape)}
         spread = evaluate_bound(bound.atol, bound_variables, shape, np.isnan(exact))
         result.summaries["bound"] = spread
-    result.epilogue[out_name] = {"ab": (exact, spread)}
+    result.epilogue[out_name] = {variable: (exact, spread)}
     result.contexts[out_name] = ctx
 
     masks = {}
-    for rule in spec.unspecified:  # element-wise over the output's elements, with ab and C
+    for rule in spec.unspecified:  # element-wise over the output's elements, with the dot product and the other inputs
         if rule.applies_to is not None and out_type.name not in rule.applies_to:
             continue
         with np.errstate(all="ignore"):

@@ -1,0 +1,116 @@
+"""The window family: each output element is an element-wise epilogue of one windowed dot product.
+
+Per output element {n, m, spatial...} the plug-in computes `xw`: the sum, over the input channels
+of output channel m's group and over the kernel positions, of input times filter, where each
+kernel position reads the input position harness.reference.families.windowing gives it (forward:
+a strided, dilated window over the zero-padded input; transposed: the adjoint, each input element
+scattered through the filter, then cropped by the paddings). A kernel position that reads no input
+element (padding, a stride's gap) is no term: it adds nothing, and an infinite filter element there
+meets no zero. The spec's expression then gives the output from `xw` (a bias added, say), and a
+fused activation composes over it (harness.spec.fused), exactly as for the matmul family, whose
+judgement this family shares (harness.reference.families.matmul.dot_epilogue): the bound of the
+dot product, the fp32 input flush, the unspecified rules over the epilogue.
+
+The spec names everything (harness.spec.families): the `input` and `filter` tensors, the arrays
+`strides`, `dilations`, `start`, `end` (and `output_padding`, which only the output's Sizes show),
+the `groups` field, and the expressions `transposed` and `flip` (the filter read in reverse along
+each spatial dimension). Filter layout: {out channels, channels / groups, kernel...} forward,
+{in channels, out channels / groups, kernel...} transposed (the forward filter of its adjoint).
+
+Exactness: each product of two FLOAT32 (or FLOAT16) values is exact in float64, and the sums are
+of few terms, so the float64 result is far inside any bound a spec states.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.model.facts import attribute_names, tensor_facts
+from harness.reference.families import FamilyResult, flush_f32_denormals
+from harness.reference.families.matmul import dot_epilogue
+from harness.reference.families.windowing import Window, window_positions
+from harness.spec.operator import OperatorSpec
+
+VARIABLE = "xw"  # the family's formula variable (harness.spec.families.FORMULA_VARIABLES)
+
+
+def _raw(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
+    """The formula input variable that reads `tensor` (the plug-in's inputs are keyed by variable)."""
+    return np.asarray(inputs[next(v for v, t in spec.formula.inputs.items() if t == tensor)])
+
+
+def _as_f64(x: np.ndarray, flush: bool) -> np.ndarray:
+    if flush:
+        flushed = flush_f32_denormals(x)
+        x = x if flushed is None else flushed
+    with np.errstate(invalid="ignore"):
+        return x.astype(np.float64)
+
+
+def _operands(x: np.ndarray, w: np.ndarray, groups: int, transposed: bool, flip: bool,
+              positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The windows as matrices: A {N, G, P, T} (each output position's window, T = channels per
+    group x kernel positions) and B {G, T, M / G} (each group's filter), so that the window sum of
+    output {n, g * M/G + m, p} is sum_t A[n, g, p, t] * B[g, t, m]."""
+    n, c = x.shape[:2]
+    kernel = w.shape[2:]
+    if flip:
+        w = w[(slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)]
+    cg, kk = c // groups, prod(kernel)
+    if transposed:  # {C, M/G, k...}
+        b = w.reshape(groups, cg, w.shape[1], kk).transpose(0, 1, 3, 2)
+    else:  # {M, C/G, k...}
+        b = w.reshape(groups, w.shape[0] // groups, cg, kk).transpose(0, 2, 3, 1)
+    b = b.reshape(groups, cg * kk, -1)
+    xs = x.reshape(n, groups, cg, -1)[..., positions]  # {N, G, C/G, P, K}
+    a = xs.transpose(0, 1, 3, 2, 4).reshape(n, groups, positions.shape[0], cg * kk)
+    return a, b
+
+
+def _masked_dot(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sum, sum |a b| over finite factors, sum |a| + |b| over finite factors) over the valid terms
+    only, per {N, G, P, M/G}: an invalid term (padding) is not a product of anything."""
+    mask = valid[None, None, :, :, None]  # {1, 1, P, T, 1}
+    with np.errstate(all="ignore"):
+        terms = a[..., None] * b[None, :, None, :, :]  # {N, G, P, T, M/G}
+        exact = np.where(mask, terms, 0.0).sum(axis=3)
+        fa, fb = np.where(np.isfinite(a), np.abs(a), 0.0), np.where(np.isfinite(b), np.abs(b), 0.0)
+        sum_abs = np.where(mask, fa[..., None] * fb[None, :, None, :, :], 0.0).sum(axis=3)
+        sum_inputs = (np.where(valid, fa, 0.0).sum(axis=3)[..., None]
+                      + np.einsum("pt,gtm->gpm", valid.astype(np.float64), fb)[None])
+    return exact, sum_abs, sum_inputs
+
+
+def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+    family = spec.formula.family
+    assert family is not None
+    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    p = family.params
+    transposed = bool(family.expression("transposed").evaluate(names, facts))  # type: ignore[union-attr]
+    flip = bool(family.expression("flip").evaluate(names, facts))  # type: ignore[union-attr]
+    groups = int(names[p["groups"]])
+    window = Window(tuple(int(v) for v in names[p["strides"]]), tuple(int(v) for v in names[p["dilations"]]),
+                    tuple(int(v) for v in names[p["start"]]), transposed)
+    x_raw, w_raw = _raw(spec, inputs, p["input"]), _raw(spec, inputs, p["filter"])
+    out_desc = descriptor.tensors[spec.formula.output]
+    assert out_desc is not None
+    out_shape = tuple(out_desc.sizes)
+    kernel = tuple(w_raw.shape[2:])
+    positions, valid = window_positions(window, tuple(x_raw.shape[2:]), out_shape[2:], kernel)
+    valid_terms = np.repeat(valid[:, None, :], x_raw.shape[1] // groups, axis=1).reshape(valid.shape[0], -1)
+
+    def window_sums(flush: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a, b = _operands(_as_f64(x_raw, flush), _as_f64(w_raw, flush), groups, transposed, flip, positions)
+        sums = _masked_dot(a, b, valid_terms)
+        # {N, G, P, M/G} -> {N, M, spatial...}
+        return tuple(s.transpose(0, 1, 3, 2).reshape(out_shape) for s in sums)  # type: ignore[return-value]
+
+    exact, sum_abs, sum_inputs = window_sums(False)
+    flushed = None
+    if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
+        flushed = window_sums(True)[0]
+    terms = (x_raw.shape[1] // groups) * prod(kernel)
+    return dot_epilogue(spec, descriptor, inputs, VARIABLE, (p["input"], p["filter"]), exact, sum_abs, sum_inputs,
+                        terms, flushed)
