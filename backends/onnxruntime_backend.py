@@ -48,6 +48,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
     "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
     "gather": ("inputs", "axis", "index_dimensions"),
+    "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -183,7 +184,8 @@ class OnnxRuntimeBackend:
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
         family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
-                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather}
+                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
+                           "window": self._window}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -443,6 +445,52 @@ class OnnxRuntimeBackend:
             graph = helper.make_graph(nodes, "Gemm", graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
+        return self._session(key, build).run(None, feeds)[0]
+
+    def _window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Conv, or ConvTranspose where the `transposed` expression holds (its weights
+        {C, M/G, k...} and output_padding are the transposed window's), on the input and filter
+        fields, with pads [starts..., ends...], strides, dilations and group from the table's fields;
+        then, with the third input (a bias {1, M, 1...}), an Add: each step rounded to the tensor
+        type, one of the orders a D3D device may take (ONNX's own B would join the accumulation).
+        ONNX's Conv is a cross-correlation: where the `flip` expression holds the filter is fed
+        reversed along each spatial dimension (a reindexing, no arithmetic)."""
+        spec = self.specs.operator(d.operator)
+        x_name, w_name, b_name = (entry["inputs"] + [None])[:3]
+        names = attribute_names(spec, d.attributes)
+        x, w = inputs[x_name], inputs[w_name]
+        bias = inputs.get(b_name) if b_name else None
+        dtype = d.tensors[x_name].data_type  # type: ignore[union-attr]
+        if dtype not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {dtype}")
+        spatial = x.ndim - 2
+        if _flag(entry["flip"], names):
+            w = np.ascontiguousarray(w[(slice(None), slice(None)) + (slice(None, None, -1),) * spatial])
+        transposed = _flag(entry["transposed"], names)
+        attrs: dict[str, Any] = {"strides": [int(v) for v in names[entry["strides"]]],
+                                 "dilations": [int(v) for v in names[entry["dilations"]]],
+                                 "pads": [int(v) for v in names[entry["starts"]]] + [int(v) for v in names[entry["ends"]]],
+                                 "group": int(names[entry["groups"]])}
+        if transposed:
+            attrs["output_padding"] = [int(v) for v in names[entry["output_padding"]]]
+        elif any(int(v) for v in names[entry["output_padding"]]):
+            raise _Unsupported("ONNX: Conv has no output padding (only ConvTranspose does)")
+        op = "ConvTranspose" if transposed else "Conv"
+        out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("window", op, dtype, tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape),
+               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items())))
+
+        def build() -> Any:
+            from onnx import helper
+            t = _ONNX_TYPES[dtype]
+            graph_inputs = [helper.make_tensor_value_info("x", t, list(x.shape)), helper.make_tensor_value_info("w", t, list(w.shape))]
+            nodes = [helper.make_node(op, ["x", "w"], ["xw" if bias is not None else "y"], **attrs)]
+            if bias is not None:
+                nodes.append(helper.make_node("Add", ["xw", "b"], ["y"]))
+                graph_inputs.append(helper.make_tensor_value_info("b", t, list(bias.shape)))
+            graph = helper.make_graph(nodes, op, graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        feeds = {"x": x, "w": w} if bias is None else {"x": x, "w": w, "b": bias}
         return self._session(key, build).run(None, feeds)[0]
 
     def _gather(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:

@@ -149,6 +149,12 @@ ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
                  "beyond 2^63 - 1 reads as 2^63 - 1)",
         "axis_size": "the size of the gathered axis of the input",
     },
+    # per output element: facts about the window's terms
+    "window": {
+        "off_input_nonfinite": "1 where a kernel position that reads no input element (padding, a transposed window's "
+                               "gap) meets a NaN or infinite filter element, else 0: a device that multiplies a padded "
+                               "zero there (0 * inf) gets NaN, one that skips the term does not",
+    },
     "reduce": {
         "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",
         "out_of_range": "1 where the exact result of an integer output lies outside the output type's range, else 0",

@@ -176,3 +176,23 @@ def test_free_in_filter_count_is_stepped_to_break_its_rule_alone():
     assert found is not None
     broken, what = found
     assert "FilterTensor.Sizes[0]" in what and broken.tensors["FilterTensor"].sizes[0] in (1, 3)
+
+
+@pytest.mark.parametrize("inf_at, actual, mismatches, open_", [(0, 2.0, 0, 0), (0, np.nan, 0, 1), (4, 2.0, 1, 0), (4, np.inf, 0, 0)])
+def test_padding_meeting_an_infinite_filter_element_is_open(inf_at, actual, mismatches, open_):
+    """x [[1]] padded by 1 on every side, w a 3x3 filter of zeros with w[1][1] = 2 and an inf at flat
+    position `inf_at`. At 0 (a corner, on padding): the one output's only term on the input is
+    1 * 2 = 2; skipping padded terms gives 2, multiplying the padded zero gives 0 * inf = NaN: the
+    spec leaves that element open (padding_times_nonfinite; ONNX Runtime's CPU Conv returns the
+    NaN), so a NaN is `diverges-on-unspecified`, not a mismatch. At 4 (the centre, replacing the 2, on
+    the input): the term is 1 * inf = inf and nothing is open: 2 is a mismatch, inf passes."""
+    spec = SPECS.operator("CONVOLUTION")
+    x = np.array([1], np.float32).reshape(1, 1, 1, 1)
+    w = np.array([0, 0, 0, 0, 2, 0, 0, 0, 0], np.float32)
+    w[inf_at] = np.inf
+    w = w.reshape(1, 1, 3, 3)
+    spec, case = _case(x, w, [1, 1, 1, 1], _attrs(1, start=(1, 1), end=(1, 1)))
+    out = np.array([actual], np.float32).reshape(1, 1, 1, 1)
+    diff = judge(spec, case, Outputs({"OutputTensor": pack_buffer(out, case.descriptor.tensors["OutputTensor"],
+                                                                   SPECS.catalog.dtype("FLOAT32"))}), True)
+    assert (diff.mismatch_count, diff.unspecified_count) == (mismatches, open_)

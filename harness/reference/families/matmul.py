@@ -90,13 +90,14 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
 
 def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], variable: str,
                  operands: tuple[str, ...], exact: np.ndarray, sum_abs: np.ndarray, sum_inputs: np.ndarray,
-                 terms: int, flushed: np.ndarray | None) -> FamilyResult:
+                 terms: int, flushed: np.ndarray | None, facts: dict[str, np.ndarray] | None = None) -> FamilyResult:
     """The FamilyResult of a family whose output element is the spec's expression over one exact dot
     product per output element, `variable` (matmul's `ab`, the window family's `xw`), shared so that
     every such family is judged alike: `exact`, `sum_abs` (sum |a_k b_k|) and `sum_inputs` (sum
     |a_k| + |b_k|) broadcast to the output's Sizes; `terms` is the bound's K; `flushed` the dot
     product over fp32-flushed factors where it differs (None: no denormal factor). `operands` are
-    the tensors read through the dot product only."""
+    the tensors read through the dot product only; `facts` the family's element variables
+    (harness.spec.families.ELEMENT_VARIABLES) for the spec's unspecified rules, per output element."""
     family = spec.formula.family
     assert family is not None
     out_name = spec.formula.output
@@ -113,6 +114,7 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
             continue  # read through the dot product only
         variables[var] = np.broadcast_to(np.asarray(inputs[var]), shape) if np.ndim(inputs[var]) else inputs[var]
     variables[variable] = exact
+    variables.update({name: np.broadcast_to(value, shape) for name, value in (facts or {}).items()})
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
     ctx = formula_context(spec, types, variables, descriptor.attributes)
     with np.errstate(all="ignore"):

@@ -101,16 +101,21 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     positions, valid = window_positions(window, tuple(x_raw.shape[2:]), out_shape[2:], kernel)
     valid_terms = np.repeat(valid[:, None, :], x_raw.shape[1] // groups, axis=1).reshape(valid.shape[0], -1)
 
+    def to_output(s: np.ndarray) -> np.ndarray:  # {N, G, P, M/G} -> {N, M, spatial...}
+        return np.broadcast_to(s, (out_shape[0],) + s.shape[1:]).transpose(0, 1, 3, 2).reshape(out_shape)
+
     def window_sums(flush: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a, b = _operands(_as_f64(x_raw, flush), _as_f64(w_raw, flush), groups, transposed, flip, positions)
-        sums = _masked_dot(a, b, valid_terms)
-        # {N, G, P, M/G} -> {N, M, spatial...}
-        return tuple(s.transpose(0, 1, 3, 2).reshape(out_shape) for s in sums)  # type: ignore[return-value]
+        return tuple(to_output(s) for s in _masked_dot(a, b, valid_terms))  # type: ignore[return-value]
 
     exact, sum_abs, sum_inputs = window_sums(False)
+    # a kernel position off the input meeting a non-finite filter element, per {1, G, P, M/G}
+    _, b = _operands(x_raw[:1].astype(np.float64), _as_f64(w_raw, False), groups, transposed, flip, positions)
+    off_nonfinite = ((~valid_terms)[None, :, :, None] & ~np.isfinite(b)[:, None, :, :]).any(axis=2)
+    facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64))}
     flushed = None
     if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
         flushed = window_sums(True)[0]
     terms = (x_raw.shape[1] // groups) * prod(kernel)
     return dot_epilogue(spec, descriptor, inputs, VARIABLE, (p["input"], p["filter"]), exact, sum_abs, sum_inputs,
-                        terms, flushed)
+                        terms, flushed, facts)
