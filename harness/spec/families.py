@@ -154,6 +154,8 @@ ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
         "off_input_nonfinite": "1 where a kernel position that reads no input element (padding, a transposed window's "
                                "gap) meets a NaN or infinite filter element, else 0: a device that multiplies a padded "
                                "zero there (0 * inf) gets NaN, one that skips the term does not",
+        "past_reach": "1 where the output position lies past what the window reaches in some spatial dimension (a "
+                      "position an output padding adds), else 0",
     },
     "reduce": {
         "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",

@@ -196,3 +196,12 @@ def test_padding_meeting_an_infinite_filter_element_is_open(inf_at, actual, mism
     diff = judge(spec, case, Outputs({"OutputTensor": pack_buffer(out, case.descriptor.tensors["OutputTensor"],
                                                                    SPECS.catalog.dtype("FLOAT32"))}), True)
     assert (diff.mismatch_count, diff.unspecified_count) == (mismatches, open_)
+
+
+def test_past_reach_marks_the_output_padding():
+    """Transposed, in 2, kernel 1, stride 2, start 0: the scatter reaches (2 - 1) * 2 + 1 = 3
+    outputs; an output padding of 1 adds a 4th, past the reach. Forward, in 3, kernel 2, stride 1:
+    (3 - 2) // 1 + 1 = 2 outputs; a 3rd would be past it."""
+    from harness.reference.families.windowing import past_reach
+    assert past_reach(Window((2,), (1,), (0,), transposed=True), (0,), (2,), (4,), (1,)).tolist() == [False, False, False, True]
+    assert past_reach(Window((1,), (1,), (0,)), (0,), (3,), (3,), (2,)).tolist() == [False, False, True]

@@ -30,7 +30,7 @@ from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, tensor_facts
 from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
-from harness.reference.families.windowing import Window, window_positions
+from harness.reference.families.windowing import Window, past_reach, window_positions
 from harness.spec.operator import OperatorSpec
 
 VARIABLE = "xw"  # the family's formula variable (harness.spec.families.FORMULA_VARIABLES)
@@ -112,7 +112,9 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     # a kernel position off the input meeting a non-finite filter element, per {1, G, P, M/G}
     _, b = _operands(x_raw[:1].astype(np.float64), _as_f64(w_raw, False), groups, transposed, flip, positions)
     off_nonfinite = ((~valid_terms)[None, :, :, None] & ~np.isfinite(b)[:, None, :, :]).any(axis=2)
-    facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64))}
+    past = past_reach(window, tuple(int(v) for v in names[p["end"]]), tuple(x_raw.shape[2:]), out_shape[2:], kernel)
+    facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64)),
+             "past_reach": np.broadcast_to(past.astype(np.int64), out_shape)}
     flushed = None
     if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
         flushed = window_sums(True)[0]

@@ -59,3 +59,22 @@ def window_positions(window: Window, in_sizes: tuple[int, ...], out_sizes: tuple
         valid = (valid[:, None, :, None] & v[None, :, None, :]).reshape(valid.shape[0] * n_out, valid.shape[1] * n_k)
     assert flat.shape == (prod(out_sizes), prod(kernel))
     return flat, valid
+
+
+def past_reach(window: Window, end: tuple[int, ...], in_sizes: tuple[int, ...], out_sizes: tuple[int, ...],
+               kernel: tuple[int, ...]) -> np.ndarray:
+    """Per output spatial position (shape `out_sizes`), whether it lies past what the window
+    reaches in some dimension: forward, past floor((in + start + end - ((k - 1) * dilation + 1)) /
+    stride) + 1 outputs; transposed, past the scattered result, (in - 1) * stride + (k - 1) *
+    dilation + 1 - start outputs. Such positions exist only where an output padding adds them."""
+    past = np.zeros(out_sizes, dtype=bool)
+    for d, (n_in, n_out, n_k) in enumerate(zip(in_sizes, out_sizes, kernel)):
+        span = (n_k - 1) * window.dilations[d] + 1
+        if window.transposed:
+            reach = (n_in - 1) * window.strides[d] + span - window.start[d]
+        else:
+            reach = (n_in + window.start[d] + end[d] - span) // max(1, window.strides[d]) + 1
+        shape = [1] * len(out_sizes)
+        shape[d] = n_out
+        past = past | (np.arange(n_out) >= reach).reshape(shape)
+    return past
