@@ -451,7 +451,8 @@ class OnnxRuntimeBackend:
         """One ONNX Conv, or ConvTranspose where the `transposed` expression holds (its weights
         {C, M/G, k...} and output_padding are the transposed window's), on the input and filter
         fields, with pads [starts..., ends...], strides, dilations and group from the table's fields;
-        then, with the third input (a bias {1, M, 1...}), an Add: each step rounded to the tensor
+        a forward output padding as a Pad of zeros at the end of each spatial dimension (Conv has
+        none); then, with the third input (a bias {1, M, 1...}), an Add: each step rounded to the tensor
         type, one of the orders a D3D device may take (ONNX's own B would join the accumulation).
         ONNX's Conv is a cross-correlation: where the `flip` expression holds the filter is fed
         reversed along each spatial dimension (a reindexing, no arithmetic)."""
@@ -471,24 +472,29 @@ class OnnxRuntimeBackend:
                                  "dilations": [int(v) for v in names[entry["dilations"]]],
                                  "pads": [int(v) for v in names[entry["starts"]]] + [int(v) for v in names[entry["ends"]]],
                                  "group": int(names[entry["groups"]])}
+        output_padding = [int(v) for v in names[entry["output_padding"]]]
         if transposed:
-            attrs["output_padding"] = [int(v) for v in names[entry["output_padding"]]]
-        elif any(int(v) for v in names[entry["output_padding"]]):
-            raise _Unsupported("ONNX: Conv has no output padding (only ConvTranspose does)")
+            attrs["output_padding"] = output_padding
         op = "ConvTranspose" if transposed else "Conv"
+        pad_after = not transposed and any(output_padding)  # Conv has none: zeros Pad-ded at the end
         out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
         key = ("window", op, dtype, tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape),
-               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items())))
+               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items())), tuple(output_padding))
 
         def build() -> Any:
             from onnx import helper
             t = _ONNX_TYPES[dtype]
             graph_inputs = [helper.make_tensor_value_info("x", t, list(x.shape)), helper.make_tensor_value_info("w", t, list(w.shape))]
-            nodes = [helper.make_node(op, ["x", "w"], ["xw" if bias is not None else "y"], **attrs)]
+            conv_out = "xw" if bias is not None else "y"
+            nodes = [helper.make_node(op, ["x", "w"], ["conv" if pad_after else conv_out], **attrs)]
+            inits = []
+            if pad_after:
+                nodes.append(helper.make_node("Pad", ["conv", "pads"], [conv_out], mode="constant"))
+                inits.append(helper.make_tensor("pads", 7, [2 * x.ndim], [0] * (x.ndim + 2) + output_padding))
             if bias is not None:
                 nodes.append(helper.make_node("Add", ["xw", "b"], ["y"]))
                 graph_inputs.append(helper.make_tensor_value_info("b", t, list(bias.shape)))
-            graph = helper.make_graph(nodes, op, graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)])
+            graph = helper.make_graph(nodes, op, graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"x": x, "w": w} if bias is None else {"x": x, "w": w, "b": bias}
         return self._session(key, build).run(None, feeds)[0]

@@ -63,3 +63,13 @@ def test_groups_and_bias(ort):
     b = np.array([10, 20], np.float32).reshape(1, 2, 1, 1)
     got = _run(ort, {"InputTensor": x, "FilterTensor": w, "BiasTensor": b}, [1, 2, 2, 2], _attrs(1, groups=2))
     assert got == [12, 14, 16, 18, 15, 14, 13, 12]
+
+
+def test_forward_output_padding_is_a_pad_of_zeros(ort):
+    """Forward, x [1, 2], w [3], OutputPadding 1: [3, 6] and a zero at the end, then bias 5 on every element: [8, 11, 5]."""
+    x = np.array([1, 2], np.float32).reshape(1, 1, 2)
+    w = np.array([3], np.float32).reshape(1, 1, 1)
+    b = np.array([5], np.float32).reshape(1, 1, 1)
+    attrs = {"Mode": 1.0, "Direction": 0.0, "Strides": [1], "Dilations": [1], "StartPadding": [0], "EndPadding": [0],
+             "OutputPadding": [1], "GroupCount": 1.0}
+    assert _run(ort, {"InputTensor": x, "FilterTensor": w, "BiasTensor": b}, [1, 1, 3], attrs) == [8, 11, 5]

@@ -12,7 +12,8 @@ judgement this family shares (harness.reference.families.matmul.dot_epilogue): t
 dot product, the fp32 input flush, the unspecified rules over the epilogue.
 
 The spec names everything (harness.spec.families): the `input` and `filter` tensors, the arrays
-`strides`, `dilations`, `start`, `end` (and `output_padding`, which only the output's Sizes show),
+`strides`, `dilations`, `start`, `end` (and `output_padding`, which only the output's Sizes show: the
+positions it adds past the window's reach read nothing, in either direction),
 the `groups` field, and the expressions `transposed` and `flip` (the filter read in reverse along
 each spatial dimension). Filter layout: {out channels, channels / groups, kernel...} forward,
 {in channels, out channels / groups, kernel...} transposed (the forward filter of its adjoint).
@@ -99,6 +100,9 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     out_shape = tuple(out_desc.sizes)
     kernel = tuple(w_raw.shape[2:])
     positions, valid = window_positions(window, tuple(x_raw.shape[2:]), out_shape[2:], kernel)
+    # an output padding's positions (past the window's reach) read nothing: the padding is zeros
+    past = past_reach(window, tuple(int(v) for v in names[p["end"]]), tuple(x_raw.shape[2:]), out_shape[2:], kernel)
+    valid = valid & ~past.reshape(-1)[:, None]
     valid_terms = np.repeat(valid[:, None, :], x_raw.shape[1] // groups, axis=1).reshape(valid.shape[0], -1)
 
     def to_output(s: np.ndarray) -> np.ndarray:  # {N, G, P, M/G} -> {N, M, spatial...}
@@ -112,7 +116,6 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     # a kernel position off the input meeting a non-finite filter element, per {1, G, P, M/G}
     _, b = _operands(x_raw[:1].astype(np.float64), _as_f64(w_raw, False), groups, transposed, flip, positions)
     off_nonfinite = ((~valid_terms)[None, :, :, None] & ~np.isfinite(b)[:, None, :, :]).any(axis=2)
-    past = past_reach(window, tuple(int(v) for v in names[p["end"]]), tuple(x_raw.shape[2:]), out_shape[2:], kernel)
     facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64)),
              "past_reach": np.broadcast_to(past.astype(np.int64), out_shape)}
     flushed = None
