@@ -48,6 +48,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
     "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
     "gather": ("inputs", "axis", "index_dimensions"),
+    "join": ("inputs", "axis"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -183,7 +184,8 @@ class OnnxRuntimeBackend:
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
         family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
-                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather}
+                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
+                           "join": self._join}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -444,6 +446,30 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
         return self._session(key, build).run(None, feeds)[0]
+
+    def _join(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Concat of the present items of a tensor array (`inputs` names the array) along
+        the `axis` field, in item order: the array holds InputCount items, then nothing."""
+        spec = self.specs.operator(d.operator)
+        items = [name for array in entry["inputs"] for name in spec.tensor_arrays.get(array, [array])
+                 if d.tensors.get(name) is not None]
+        xs = [inputs[name] for name in items]
+        in_type = d.tensors[items[0]].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("Concat", in_type, axis, tuple(tuple(x.shape) for x in xs))
+
+        def build() -> Any:
+            from onnx import helper
+            names = [f"x{i}" for i in range(len(xs))]
+            node = helper.make_node("Concat", names, ["y"], axis=axis)
+            graph = helper.make_graph([node], "Concat",
+                                      [helper.make_tensor_value_info(n, _ONNX_TYPES[in_type], list(x.shape)) for n, x in zip(names, xs)],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {f"x{i}": x for i, x in enumerate(xs)})[0]
 
     def _gather(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Gather on the `axis` field, the indices reshaped to their last

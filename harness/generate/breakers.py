@@ -78,8 +78,14 @@ def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descripto
     table = spec.table_at(level, d.attributes)
     required = [n for n in _present(d) if not table.tensors[n].optional]
     name = draw(st.sampled_from(required))
-    d.tensors[name] = None
-    _drop_aliases(d, name)
+    dropped = [name]
+    f = spec.field(name)
+    if f.array_of is not None:  # an array has no holes: its items after this one go too (InputCount = slot)
+        dropped = spec.tensor_arrays[f.array_of][f.slot or 0:]
+    for gone in dropped:
+        if gone in d.tensors:
+            d.tensors[gone] = None
+            _drop_aliases(d, gone)
     return d, level
 
 

@@ -19,8 +19,8 @@ def case_from_arrays(spec: OperatorSpec, level: str, types: dict[str, str], valu
     Tensors missing from `types` are absent (optional inputs). Values are cast to the tensor type.
     """
     catalog = spec.catalog
-    if sizes is None:
-        first = next(iter(values.values()))
+    if sizes is None:  # from the first input (a case without inputs, such as an empty tensor array, gives every layout)
+        first = next(iter(values.values()), np.zeros(1))
         sizes = list(np.shape(first)) or [1]
     tensors: dict[str, TensorDesc | None] = {}
     for f in spec.tensor_fields:

@@ -57,7 +57,18 @@ def _type_space(spec: OperatorSpec, level: str, member: str | None) -> tuple[tup
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
     choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
-    return tuple(tuple(zip(names, combo)) for combo in itertools.product(*choices))
+    combos = (tuple(zip(names, combo)) for combo in itertools.product(*choices))
+    return tuple(c for c in combos if not array_gap(spec, dict(c)))
+
+
+def array_gap(spec: OperatorSpec, types: dict[str, Any]) -> str | None:
+    """The first item of a tensor array that is present after an absent one, or None: an array
+    has no holes (InputCount items, then nothing), so no descriptor can say that."""
+    for items in spec.tensor_arrays.values():
+        for before, item in zip(items, items[1:]):
+            if types.get(before) is None and types.get(item) is not None:
+                return item
+    return None
 
 
 def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = None) -> list[dict[str, str | None]]:

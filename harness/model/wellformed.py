@@ -230,6 +230,11 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     for name, desc in case.descriptor.tensors.items():
         if desc is not None:
             check_tensor(f"descriptor.tensors.{name}", desc, catalog)
+    for array, items in spec.tensor_arrays.items():  # InputCount items, then nothing: no holes
+        for before, item in zip(items, items[1:]):
+            if case.descriptor.tensors.get(before) is None and case.descriptor.tensors.get(item) is not None:
+                raise CaseFormatError(f"descriptor.tensors.{item}", f"{item} follows the absent {before}: the items of the "
+                                                                    f"tensor array {array} are consecutive ({spec.field(item).count} of them)")
     c_types = {f.name: f.c_type for f in spec.attribute_fields if f.struct is None and not f.is_count}
     arrays = {f.name: f.element for f in spec.attribute_fields if f.is_array}
     for f in spec.attribute_fields:  # an array is always set (its count field is its length, never set itself)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,15 @@ class FieldSpec:
     count_of: tuple[str, ...] | None = None  # a count field: the arrays whose length it is (never set by a descriptor)
     activations: tuple[str, ...] | None = None  # a fused activation (`const DML_OPERATOR_DESC*`): the specs it may name
     typed_by: str | None = None  # a DML_SCALAR_UNION: the DML_TENSOR_DATA_TYPE field that says which member it holds
+    # one item of a tensor array (`const DML_TENSOR_DESC*` with `count` and `max_items`): the array's
+    # name and the item's position. The spec names the array once; the model holds one tensor field
+    # per item, `{array}_{slot}`, item 0 required and the others optional, present as a prefix.
+    array_of: str | None = None
+    slot: int | None = None
+
+    @property
+    def is_tensor_array_item(self) -> bool:
+        return self.array_of is not None
 
     @property
     def is_scalar_union(self) -> bool:
@@ -327,6 +337,17 @@ class OperatorSpec:
     @property
     def attribute_fields(self) -> list[FieldSpec]:
         return [f for f in self.fields if f.role == "attribute"]
+
+    @property
+    def struct_field_names(self) -> list[str]:
+        """The desc struct's members in order, as the page and DirectML.h name them (a tensor array
+        once, not per item)."""
+        return [f.array_of or f.name for f in self.fields if f.slot in (None, 0)]
+
+    @cached_property
+    def tensor_arrays(self) -> dict[str, list[str]]:
+        """Each tensor array's name and its items' tensor fields, in order."""
+        return tensor_arrays(self.fields)
 
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
@@ -654,6 +675,14 @@ OPERATOR_DESC_POINTER = "const DML_OPERATOR_DESC*"
 SCALAR_UNION = "DML_SCALAR_UNION"
 
 
+TENSOR_DESC_POINTER = "const DML_TENSOR_DESC*"
+
+
+def array_item_name(array: str, slot: int) -> str:
+    """The tensor field of item `slot` of tensor array `array`: a name shape expressions can read."""
+    return f"{array}_{slot}"
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -665,6 +694,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
     _check_level(src, ("introduced",), data["introduced"], catalog)
 
     fields: list[FieldSpec] = []
+    raw_index: list[int] = []  # each model field's entry in the file (a tensor array's items share one)
     seen_fields: set[str] = set()
     for index, raw in enumerate(data["fields"]):
         if raw["name"] in seen_fields:
@@ -673,8 +703,22 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
         enum = struct = element = None
-        if raw["role"] != "attribute" and ("count" in raw or "count_of" in raw or "activations" in raw):
-            raise src.error(("fields", index), "only attributes are arrays, count fields or fused activations")
+        if raw["role"] != "attribute" and ("count_of" in raw or "activations" in raw):
+            raise src.error(("fields", index), "only attributes are count fields or fused activations")
+        if raw["role"] != "attribute" and ("count" in raw) != ("max_items" in raw):
+            raise src.error(("fields", index), "a tensor array names its `count` field and its `max_items` (the most items generated)")
+        if "max_items" in raw and raw["role"] == "attribute":
+            raise src.error(("fields", index, "max_items"), "only a tensor array (an input or output field with `count`) takes max_items")
+        if raw["role"] != "attribute" and "count" in raw:  # a tensor array: one tensor field per item
+            if raw["role"] != "input":
+                raise src.error(("fields", index, "role"), "only input tensor arrays are supported so far (output arrays need optional outputs)")
+            if raw["c_type"] != TENSOR_DESC_POINTER:
+                raise src.error(("fields", index, "c_type"), f"a tensor array's c_type is {TENSOR_DESC_POINTER!r}, found {raw['c_type']!r}")
+            for slot in range(raw["max_items"]):
+                fields.append(FieldSpec(array_item_name(raw["name"], slot), raw["role"], raw["c_type"], count=raw["count"],
+                                        array_of=raw["name"], slot=slot))
+                raw_index.append(index)
+            continue
         if "typed_by" in raw and raw["c_type"] != SCALAR_UNION:
             raise src.error(("fields", index, "typed_by"), f"only a {SCALAR_UNION} field is typed by another field")
         if "activations" in raw and raw["c_type"] != OPERATOR_DESC_POINTER:
@@ -714,6 +758,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
                                 raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None,
                                 tuple(raw["activations"]) if "activations" in raw else None, raw.get("typed_by")))
+        raw_index.append(index)
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -721,9 +766,12 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
     if not roles.outputs:
         raise src.error(("fields",), "an operator needs at least one output tensor field")
     by_name = {f.name: (i, f) for i, f in enumerate(fields)}
-    for index, f in enumerate(fields):  # arrays and count fields name each other
-        if f.count is not None and (f.count not in by_name or f.name not in (by_name[f.count][1].count_of or ())):
-            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field whose count_of names {f.name}")
+    by_name.update({f.array_of: (i, f) for i, f in enumerate(fields) if f.array_of is not None and f.slot == 0})
+    for model_index, f in enumerate(fields):  # arrays and count fields name each other
+        index = raw_index[model_index]
+        array_name = f.array_of or f.name
+        if f.count is not None and (f.count not in by_name or array_name not in (by_name[f.count][1].count_of or ())):
+            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field whose count_of names {array_name}")
         for array in f.count_of or ():
             if array not in by_name or by_name[array][1].count != f.name:
                 raise src.error(("fields", index, "count_of"), f"{array!r} must be an array field with count: {f.name}")
@@ -788,6 +836,7 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
     """Read the support tables: level order (within each variant group), full tensor coverage,
     dims, types and kinds per cell."""
     tensor_names = roles.tensors
+    arrays = tensor_arrays(fields)
     support: list[SupportTable] = []
     groups = _read_variants(src, data, _read_variant_key(src, data, fields))
     previous_order: dict[tuple[str, ...] | None, int] = {}
@@ -802,12 +851,12 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
         previous_order[group] = order
         if order < catalog.level_order(data["introduced"]):
             raise src.error(path + ("level",), f"table at FL {raw['level']} is older than the operator's introduction (FL {data['introduced']})")
-        missing = sorted(tensor_names - set(raw["tensors"]))
+        covered = {item for name in raw["tensors"] for item in arrays.get(name, [name])}
+        missing = sorted(tensor_names - covered)
         if missing:
             raise src.error(path + ("tensors",), f"table does not cover tensor field(s) {', '.join(missing)}")
         tensors: dict[str, TensorSupport] = {}
-        for tname, cell in raw["tensors"].items():
-            cpath = path + ("tensors", tname)
+        for tname, cell, cpath in _table_rows(raw["tensors"], arrays, path):
             if tname not in tensor_names:
                 raise src.error(cpath, f"{tname!r} is not a tensor field; fields: {', '.join(sorted(tensor_names))}")
             lo, hi = cell["dims"]
@@ -832,6 +881,27 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
     return support
 
 
+def tensor_arrays(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> dict[str, list[str]]:
+    """Each tensor array's name and its items' tensor fields, in order."""
+    arrays: dict[str, list[str]] = {}
+    for f in fields:
+        if f.array_of is not None:
+            arrays.setdefault(f.array_of, []).append(f.name)
+    return arrays
+
+
+def _table_rows(rows: dict, arrays: dict[str, list[str]], path: tuple) -> list[tuple[str, dict, tuple]]:
+    """A table's rows per tensor field: a tensor array's row (the page prints one, "Array of
+    inputs") holds for each of its items; item 0 is as the row says, the others are optional (an
+    array holds InputCount >= 1 items)."""
+    out = []
+    for name, cell in rows.items():
+        cpath = path + ("tensors", name)
+        for slot, item in enumerate(arrays.get(name, [name]) if name in arrays else [name]):
+            out.append((item, cell if slot == 0 or name not in arrays else dict(cell, kind="optional_input"), cpath))
+    return out
+
+
 def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[str, str], ...]:
     """Read in_place: pairs listed exactly when allowed, each naming an output and an input field."""
     in_place = data["in_place"]
@@ -846,8 +916,11 @@ def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[s
 
 def shape_names(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> set[str]:
     """The names a shape or constraint expression may read: every attribute field (scalars, arrays,
-    count fields) and every enum member."""
-    return {f.name for f in fields if f.role == "attribute" and f.struct is None} | set(enum_members(list(fields)))
+    count fields) and every enum member. A tensor array's count field is not one: its value is the
+    number of items present (`T_k.present` says which)."""
+    arrays = tensor_arrays(fields)
+    return ({f.name for f in fields if f.role == "attribute" and f.struct is None and not set(f.count_of or ()) & set(arrays)}
+            | set(enum_members(list(fields))))
 
 
 def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles,
@@ -905,7 +978,8 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
         else:
             if "tensors" not in raw:
                 raise src.error(path, f"rule {raw['rule']} needs 'tensors' (two or more)")
-            names = raw["tensors"]
+            arrays = tensor_arrays(fields or [])  # a tensor array stands for all its items
+            names = [item for n in raw["tensors"] for item in arrays.get(n, [n])]
         for n in names:
             if n not in tensor_names:
                 raise src.error(path, f"{n!r} is not a tensor field")
