@@ -52,13 +52,61 @@ def _table(spec: OperatorSpec, level: str, member: str | None):
     return table
 
 
+def type_groups(spec: OperatorSpec) -> list[list[str]]:
+    """The tensor fields in groups whose present members always share one data type: those tied
+    by an unconditional `same_data_type` rule (transitively), each other tensor alone. A type
+    variable per group, as TOSA's support rows write them: generation enumerates one type per
+    group, not one per tensor, so tied tensors cost nothing (a tensor array of N items tied to
+    its output is 11 choices, not 11^(N+1))."""
+    names = [f.name for f in spec.tensor_fields]
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            n = parent[n]
+        return n
+    for c in spec.constraints:
+        if c.rule == "same_data_type" and c.when is None and c.guard is None:
+            for other in c.tensors[1:]:
+                parent[root(other)] = root(c.tensors[0])
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(root(n), []).append(n)
+    return list(groups.values())
+
+
+def _group_choices(table, group: list[str]) -> list[tuple[tuple[str, str | None], ...]]:
+    """Every assignment of one group: one type for its present members (each member's cell must
+    list it), optional members present or absent, required ones present."""
+    out = []
+    for t in dict.fromkeys(t for n in group for t in table.tensors[n].types):
+        per_member = []
+        for n in group:
+            cell = table.tensors[n]
+            options = ([t] if t in cell.types else []) + ([None] if cell.optional else [])
+            per_member.append(options)
+        out += [tuple(zip(group, combo)) for combo in itertools.product(*per_member)]
+    if all(table.tensors[n].optional for n in group):  # the whole group absent
+        out.append(tuple((n, None) for n in group))
+    return list(dict.fromkeys(out))
+
+
 @lru_cache(maxsize=None)
 def _type_space(spec: OperatorSpec, level: str, member: str | None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    """Every per-tensor type choice the table allows where tied tensors agree (type_groups), in
+    field order; the other constraints are checked by the caller."""
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
-    choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
-    combos = (tuple(zip(names, combo)) for combo in itertools.product(*choices))
-    return tuple(c for c in combos if not array_gap(spec, dict(c)))
+    per_group = [_group_choices(table, g) for g in type_groups(spec)]
+    out = []
+    for combo in itertools.product(*per_group):
+        types = dict(pair for part in combo for pair in part)
+        if not array_gap(spec, types):
+            out.append(tuple((n, types[n]) for n in names))
+    # in the order of the per-tensor product (each tensor's types as the table lists them, absent
+    # last), so that plans and what a fixed seed draws do not depend on the grouping
+    order = {n: {t: i for i, t in enumerate(list(table.tensors[n].types) + [None])} for n in names}
+    return tuple(sorted(out, key=lambda c: tuple(order[n][t] for n, t in c)))
 
 
 def array_gap(spec: OperatorSpec, types: dict[str, Any]) -> str | None:
