@@ -278,7 +278,7 @@ class DirectMLBackend:
                 fields.append({"kind": "uint", "value": sum(n in names for n in arrays[(f.count_of or ("",))[0]])})
             elif f.is_count:
                 fields.append({"kind": "uint", "value": len(d.attributes.get((f.count_of or ("",))[0], []))})
-            elif f.c_type == "INT":
+            elif f.c_type in ("INT", "BOOL"):  # BOOL is a 4-byte int
                 fields.append({"kind": "int", "value": int(d.attributes.get(f.name, f.default or 0))})
             elif f.c_type == "FLOAT":
                 fields.append({"kind": "float", "value": float(d.attributes.get(f.name, f.default or 0.0))})

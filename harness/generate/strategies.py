@@ -38,12 +38,16 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
         edge = st.sampled_from(list(pools.get("edge", [])) or [0.0])
-        if f.c_type in ("UINT", "INT"):  # whole numbers in the C type's range (pools hold the interesting ones)
+        if f.c_type == "BOOL":  # TRUE or FALSE (another value is DirectML's to read; no page says how)
+            floats = st.sampled_from([0.0, 1.0])
+        elif f.c_type in ("UINT", "INT"):  # whole numbers in the C type's range (pools hold the interesting ones)
             low = 0 if f.c_type == "UINT" else -8
             floats = st.integers(low, 8).map(float)
         else:
             floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
         drawn = st.one_of(st.sampled_from(choices or [0.0]), ordinary, edge, floats)
+        if f.c_type == "BOOL" and not pools and f.default is None:
+            drawn = floats  # TRUE as often as FALSE
         # a FLOAT field holds a float32: record the value the desc struct holds, not the pool's
         # double, so a case file names what ran and one descriptor has one case id
         out[f.name] = drawn.map(lambda v: float(np.float32(v))) if f.c_type == "FLOAT" else drawn

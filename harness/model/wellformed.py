@@ -131,7 +131,7 @@ def check_attribute(key: str, value: Any, c_type: str) -> None:
         if _overflows_float32(value):
             raise CaseFormatError(key, f"{short(value)} overflows FLOAT (float32's largest is {float(np.finfo(np.float32).max)!r})")
         return
-    low, high = (INT32_MIN, INT32_MAX) if c_type in ("INT", "INT32") else (0, UINT32_MAX)
+    low, high = (INT32_MIN, INT32_MAX) if c_type in ("INT", "INT32", "BOOL") else (0, UINT32_MAX)
     whole = is_integer(value) or (math.isfinite(value) and float(value).is_integer())
     if not whole or not low <= int(value) <= high:
         raise CaseFormatError(key, f"{short(value)} is not an integer in {low}..{high} ({c_type})")

@@ -670,7 +670,7 @@ def _read_document(src: SourcedYaml) -> dict:
     return data
 
 
-SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT")
+SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT", "BOOL")  # BOOL: Windows' 4-byte int, TRUE 1 and FALSE 0
 OPERATOR_DESC_POINTER = "const DML_OPERATOR_DESC*"
 SCALAR_UNION = "DML_SCALAR_UNION"
 
@@ -1164,15 +1164,15 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
             raise src.error(("attribute_values", name), f"{owner.name} is {'a struct pointer: name its members as ' + owner.name + '.MEMBER' if owner.struct else 'not a struct pointer'}")
         if owner is not None and owner.struct is not None and name.split(".", 1)[1] not in {m for m, _ in owner.struct}:
             raise src.error(("attribute_values", name), f"{owner.c_type} has no member {name.split('.', 1)[1]!r} (members: {', '.join(m for m, _ in owner.struct)})")
-        if owner is not None and owner.c_type in ("UINT", "INT") and not owner.is_array:
+        if owner is not None and owner.c_type in ("UINT", "INT", "BOOL") and not owner.is_array:
             low, high = (0, 2**32 - 1) if owner.c_type == "UINT" else (-(2**31), 2**31 - 1)
             for key in ("ordinary", "edge"):
                 for i, v in enumerate(raw.get(key, [])):
                     if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
                         raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
         if "one_of" in raw:  # a UINT/INT/enum scalar whose valid values depend on the shapes (an axis, a count, a type)
-            if owner is None or (owner.c_type not in ("UINT", "INT") and owner.enum is None) or owner.is_count:
-                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT, INT and enum scalar fields")
+            if owner is None or (owner.c_type not in ("UINT", "INT", "BOOL") and owner.enum is None) or owner.is_count:
+                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT, INT, BOOL and enum scalar fields")
             attribute_values[name] = dict(raw, one_of=_shape_expr(src, ("attribute_values", name, "one_of"), raw["one_of"],
                                                                   list(fields or []), roles))
             continue
