@@ -213,7 +213,7 @@ def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: De
 def _break_in_place_not_allowed(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     allowed = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     pairs = [(o.name, i.name) for o in spec.output_fields for i in spec.input_fields
-             if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None]
+             if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None and d.tensors.get(o.name) is not None]
     if not pairs:
         return None
     output, inp = draw(st.sampled_from(pairs))

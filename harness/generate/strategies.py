@@ -164,16 +164,15 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name], member))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes))))
-    for f in spec.tensor_fields:  # derived Sizes, from the free tensors and the attributes (spec order)
-        t = types[f.name]
-        if f.name in derived and t is not None:
-            sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
-            if FREE in sizes:  # its own dimensions: drawn within what the fixed ones leave of the budget
-                budget = max(1, config.max_elements // max(1, prod(s for s in sizes if s is not FREE)))
-                sizes = [draw(ints(1, max(1, min(config.max_dim_size, budget)))) if s is FREE else s for s in sizes]
-            if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
-                sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
-            tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
+    for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
+        t = types[name]
+        sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
+        if FREE in sizes:  # its own dimensions: drawn within what the fixed ones leave of the budget
+            budget = max(1, config.max_elements // max(1, prod(s for s in sizes if s is not FREE)))
+            sizes = [draw(ints(1, max(1, min(config.max_dim_size, budget)))) if s is FREE else s for s in sizes]
+        if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
+            sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
+        tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, spec.field(name).role == "output"))
     attributes.update(draw(_union_values(spec, attributes)))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
@@ -185,6 +184,19 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
     return Descriptor(spec.name, tensors, attributes, aliases)
+
+
+def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
+    """The derived tensors in field order, except that one whose shape rule reads another derived
+    tensor comes after it (a split's input sums its output items, which follow it in the struct)."""
+    pending = [f.name for f in spec.tensor_fields if f.name in derived]
+    reads = {c.tensors[0]: c.reads - {c.tensors[0]} for c in spec.shape_rules}
+    order: list[str] = []
+    while pending:
+        ready = next((n for n in pending if not reads.get(n, set()) & set(pending)), pending[0])
+        order.append(ready)
+        pending.remove(ready)
+    return order
 
 
 @st.composite

@@ -52,12 +52,13 @@ def _table(spec: OperatorSpec, level: str, member: str | None):
     return table
 
 
-def type_groups(spec: OperatorSpec) -> list[list[str]]:
+def type_groups(spec: OperatorSpec, without: str | None = None) -> list[list[str]]:
     """The tensor fields in groups whose present members always share one data type: those tied
     by an unconditional `same_data_type` rule (transitively), each other tensor alone. A type
     variable per group, as TOSA's support rows write them: generation enumerates one type per
     group, not one per tensor, so tied tensors cost nothing (a tensor array of N items tied to
-    its output is 11 choices, not 11^(N+1))."""
+    its output is 11 choices, not 11^(N+1)). `without`: a constraint id left out (the assignments
+    that break it alone hold every other tie)."""
     names = [f.name for f in spec.tensor_fields]
     parent = {n: n for n in names}
 
@@ -66,7 +67,7 @@ def type_groups(spec: OperatorSpec) -> list[list[str]]:
             n = parent[n]
         return n
     for c in spec.constraints:
-        if c.rule == "same_data_type" and c.when is None and c.guard is None:
+        if c.rule == "same_data_type" and c.when is None and c.guard is None and c.id != without:
             for other in c.tensors[1:]:
                 parent[root(other)] = root(c.tensors[0])
     groups: dict[str, list[str]] = {}
@@ -92,12 +93,13 @@ def _group_choices(table, group: list[str]) -> list[tuple[tuple[str, str | None]
 
 
 @lru_cache(maxsize=None)
-def _type_space(spec: OperatorSpec, level: str, member: str | None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
-    """Every per-tensor type choice the table allows where tied tensors agree (type_groups), in
-    field order; the other constraints are checked by the caller."""
+def _type_space(spec: OperatorSpec, level: str, member: str | None,
+                without: str | None = None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    """Every per-tensor type choice the table allows where tied tensors agree (type_groups, but
+    for the tie of constraint `without`), in field order; the constraints are checked by the caller."""
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
-    per_group = [_group_choices(table, g) for g in type_groups(spec)]
+    per_group = [_group_choices(table, g) for g in type_groups(spec, without)]
     out = []
     for combo in itertools.product(*per_group):
         types = dict(pair for part in combo for pair in part)
@@ -128,7 +130,8 @@ def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = 
 def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str,
                                     member: str | None = None) -> list[dict[str, str | None]]:
     """Type choices inside the table that break exactly one constraint, `constraint_id`."""
-    return [dict(c) for c in _type_space(spec, level, member) if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
+    return [dict(c) for c in _type_space(spec, level, member, constraint_id)
+            if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
 
 
 def primary_input(spec: OperatorSpec) -> str:

@@ -69,13 +69,15 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "indices": Param("output", meaning="the output tensor of their indices within the sequence"),
     },
     "data_movement": {
-        "mode": Param("choice", choices=("strided_window", "pad", "join"),
+        "mode": Param("choice", choices=("strided_window", "pad", "join", "split"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
                               "elements per dimension, the elements around it from the padding rule in force; join: "
-                              "the present items of a tensor array concatenated along `axis`, in order"),
-        "items": Param("tensor_array", meaning="the tensor array field whose present items are joined", modes=("join",)),
-        "axis": Param("scalar", meaning="the UINT field naming the joined axis", modes=("join",)),
+                              "the present items of a tensor array concatenated along `axis`, in order; split: the "
+                              "input cut along `axis` into the present items of an output tensor array, in order"),
+        "items": Param("tensor_array", meaning="the tensor array field whose present items are joined, or split into",
+                       modes=("join", "split")),
+        "axis": Param("scalar", meaning="the UINT field naming the joined or split axis", modes=("join", "split")),
         "offsets": Param("array", meaning="the window's first element per dimension", modes=("strided_window",)),
         "sizes": Param("array", meaning="the window's extent per dimension", modes=("strided_window",)),
         "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)",

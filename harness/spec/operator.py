@@ -84,13 +84,13 @@ class FieldSpec:
 class TensorSupport:
     """One row of a support table."""
 
-    kind: str  # input | optional_input | output
+    kind: str  # input | optional_input | output | optional_output (items 1.. of an output tensor array)
     dims: tuple[int, int]
     types: tuple[str, ...]
 
     @property
     def optional(self) -> bool:
-        return self.kind == "optional_input"
+        return self.kind in ("optional_input", "optional_output")
 
     def dim_counts(self) -> list[int]:
         return list(range(self.dims[0], self.dims[1] + 1))
@@ -710,8 +710,6 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         if "max_items" in raw and raw["role"] == "attribute":
             raise src.error(("fields", index, "max_items"), "only a tensor array (an input or output field with `count`) takes max_items")
         if raw["role"] != "attribute" and "count" in raw:  # a tensor array: one tensor field per item
-            if raw["role"] != "input":
-                raise src.error(("fields", index, "role"), "only input tensor arrays are supported so far (output arrays need optional outputs)")
             if raw["c_type"] != TENSOR_DESC_POINTER:
                 raise src.error(("fields", index, "c_type"), f"a tensor array's c_type is {TENSOR_DESC_POINTER!r}, found {raw['c_type']!r}")
             for slot in range(raw["max_items"]):
@@ -867,7 +865,7 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
                 if catalog.level_order(catalog.data_types[tname2].since) > order:
                     raise src.error(cpath + ("types", tindex), f"{tname2} exists only from FL {catalog.data_types[tname2].since}")
             role = next(f.role for f in fields if f.name == tname)
-            if (cell["kind"] == "output") != (role == "output"):
+            if (cell["kind"] in ("output", "optional_output")) != (role == "output"):
                 raise src.error(cpath + ("kind",), f"kind {cell['kind']!r} does not fit field role {role!r}")
             tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]))
         support.append(SupportTable(raw["level"], tensors, group))
@@ -892,13 +890,14 @@ def tensor_arrays(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> dict[str, 
 
 def _table_rows(rows: dict, arrays: dict[str, list[str]], path: tuple) -> list[tuple[str, dict, tuple]]:
     """A table's rows per tensor field: a tensor array's row (the page prints one, "Array of
-    inputs") holds for each of its items; item 0 is as the row says, the others are optional (an
-    array holds InputCount >= 1 items)."""
+    inputs" or "Array of outputs") holds for each of its items; item 0 is as the row says, the
+    others are optional (an array holds Count >= 1 items)."""
     out = []
     for name, cell in rows.items():
         cpath = path + ("tensors", name)
         for slot, item in enumerate(arrays.get(name, [name]) if name in arrays else [name]):
-            out.append((item, cell if slot == 0 or name not in arrays else dict(cell, kind="optional_input"), cpath))
+            optional = "optional_output" if cell.get("kind") == "output" else "optional_input"
+            out.append((item, cell if slot == 0 or name not in arrays else dict(cell, kind=optional), cpath))
     return out
 
 

@@ -29,7 +29,7 @@ def test_table_cells_equal_the_seed(operator):
         assert {op.field(t).array_of or t for t in table.tensors} == set(expected), level
         for array, items in arrays.items():
             first = table.tensors[items[0]]
-            assert all(table.tensors[i].kind == "optional_input" and (table.tensors[i].dims, table.tensors[i].types)
+            assert all(table.tensors[i].kind == "optional_" + first.kind and (table.tensors[i].dims, table.tensors[i].types)
                        == (first.dims, first.types) for i in items[1:]), (level, array)
         for tensor, (kind, dims, types) in expected.items():
             cell = table.tensors[arrays[tensor][0] if tensor in arrays else tensor]

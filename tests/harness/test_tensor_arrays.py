@@ -112,7 +112,8 @@ def test_onnx_runtime_concatenates_the_present_items():
 
 @pytest.mark.parametrize("edit, replacement, message", [
     ("max_items: 3}", "}", "JOIN.yaml:18: fields[1]: a tensor array names its `count` field and its `max_items`"),
-    ("role: input, c_type", "role: output, c_type", "JOIN.yaml:18: fields[1].role: only input tensor arrays"),
+    ('c_type: "const DML_TENSOR_DESC*", count', 'c_type: "const UINT*", count',
+     "JOIN.yaml:18: fields[1].c_type: a tensor array's c_type is 'const DML_TENSOR_DESC*'"),
 ])
 def test_a_malformed_tensor_array_names_file_line_and_field(tmp_path, edit, replacement, message):
     specs = tmp_path / "specs"
@@ -124,3 +125,66 @@ def test_a_malformed_tensor_array_names_file_line_and_field(tmp_path, edit, repl
     with pytest.raises(SpecError) as raised:
         load_specs(specs)
     assert message in str(raised.value)
+
+
+# --- an output tensor array: SPLIT's OutputTensors ------------------------------------------------
+
+SPLIT = SPECS.operator("SPLIT")
+OUT_ITEMS = ["OutputTensors_0", "OutputTensors_1", "OutputTensors_2"]
+
+
+def _split(x, in_sizes, item_sizes, axis, dtype="FLOAT32"):
+    names = OUT_ITEMS[:len(item_sizes)]
+    layouts = {"InputTensor": TensorDesc(dtype, in_sizes)} | {n: TensorDesc(dtype, s) for n, s in zip(names, item_sizes)}
+    types = {n: dtype for n in layouts}
+    values = {"InputTensor": np.array(x).reshape(in_sizes)} if x is not None else {}
+    if x is None:
+        del layouts["InputTensor"], types["InputTensor"]
+    return case_from_arrays(SPLIT, "6.4", types, values, attributes={"Axis": axis}, layouts=layouts)
+
+
+def test_output_items_after_the_first_are_optional_outputs():
+    for table in SPLIT.support:
+        assert [table.tensors[n].kind for n in OUT_ITEMS] == ["output", "optional_output", "optional_output"]
+
+
+def test_directml_splits_into_the_items_and_rejects_an_empty_array():
+    """Rows [1,2,3,4],[5,6,7,8] of a {1,1,2,4} split on axis 3 into widths 1, 2, 1:
+    [1,5] | [2,3,6,7] | [4,8]; OutputCount 0 is rejected."""
+    backend = directml_or_skip()
+    try:
+        case = _split([1, 2, 3, 4, 5, 6, 7, 8], [1, 1, 2, 4], [[1, 1, 2, 1], [1, 1, 2, 2], [1, 1, 2, 1]], 3)
+        header, _ = backend.request_for(case)
+        assert header["fields"][:3] == [{"kind": "tensor", "tensor": 0}, {"kind": "uint", "value": 3},
+                                        {"kind": "tensors", "items": [1, 2, 3]}]
+        result = backend.run(case)
+        assert isinstance(result, Outputs), result
+        got = {n: v.reshape(-1).tolist() for n, v in output_values(SPLIT, case, result.buffers).items()}
+        assert got == {"OutputTensors_0": [1, 5], "OutputTensors_1": [2, 3, 6, 7], "OutputTensors_2": [4, 8]}
+        empty = _split([1, 2], [1, 1, 1, 2], [], 3)
+        assert isinstance(backend.run(empty), Rejected)
+    finally:
+        backend.close()
+
+
+def test_a_wrong_second_item_is_a_mismatch_of_that_item():
+    """The judge compares every present item: the reference's outputs with item 1 altered fail, on
+    OutputTensors_1 alone."""
+    from harness.judge.diff import compare_outputs
+    from tests.helpers import REFERENCE
+    case = _split([1, 2, 3, 4, 5, 6], [6], [[2], [3], [1]], 0, dtype="INT32")
+    buffers = dict(REFERENCE.run(case).buffers)
+    assert not compare_outputs(SPLIT, case, buffers).failed
+    buffers["OutputTensors_1"] = np.array([3, 9, 5], np.int32).tobytes()
+    result = compare_outputs(SPLIT, case, buffers)
+    assert result.failed and result.output == "OutputTensors_1" and result.mismatch_count == 1, result.summary
+
+
+def test_onnx_runtime_splits_into_the_present_items():
+    pytest.importorskip("onnxruntime")
+    from backends.onnxruntime_backend import OnnxRuntimeBackend
+    case = _split([1, 2, 3, 4, 5, 6, 7, 8], [2, 4], [[2, 3], [2, 1]], 1, dtype="INT8")
+    result = OnnxRuntimeBackend(SPECS).run(case)
+    assert isinstance(result, Outputs), result
+    got = {n: v.reshape(-1).tolist() for n, v in output_values(SPLIT, case, result.buffers).items()}
+    assert got == {"OutputTensors_0": [1, 2, 3, 5, 6, 7], "OutputTensors_1": [4, 8]}

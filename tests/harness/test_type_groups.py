@@ -53,3 +53,25 @@ def test_eight_items_cost_one_choice_per_type_and_count(tmp_path):
     assignments = T.valid_type_assignments(join, "4.1")
     assert len(assignments) == 11 * 8
     assert all(len({t for t in a.values() if t is not None}) == 1 for a in assignments)
+
+
+def test_breaking_one_constraint_alone_equals_the_filtered_product_for_every_table():
+    """The assignments that break exactly one type constraint (what the invalid generator draws)
+    are those of the per-tensor product, also where the constraint is a tie itself."""
+    checked = 0
+    for spec in SPECS.operators.values():
+        type_rules = [c.id for c in spec.constraints if c.is_type_rule]
+        for level in (lv.name for lv in SPECS.catalog.levels):
+            for member in (spec.members_at(level) if spec.variant_key else [None]):
+                table = spec.table_for(level, member)
+                if table is None:
+                    continue
+                names = [f.name for f in spec.tensor_fields]
+                choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
+                product = [dict(zip(names, c)) for c in itertools.product(*choices)]
+                product = [c for c in product if not T.array_gap(spec, c)]
+                for rule in type_rules:
+                    want = [c for c in product if T.broken_type_constraints(spec, c, member) == {rule}]
+                    assert T.constraint_breaking_assignments(spec, level, rule, member) == want, (spec.name, level, rule)
+                    checked += 1
+    assert checked > 100

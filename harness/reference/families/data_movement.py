@@ -11,6 +11,8 @@ it, the padding rule whose spec expression holds (constant, edge, reflection, sy
 per dimension (the mirrors fold periodically over earlier padding, as the page's examples show).
 Mode `join`: the present items of a tensor array, in order, concatenated along `axis` (the
 validator has checked that their other sizes agree and the output's Sizes are their sum there).
+Mode `split`: the inverse: the input cut along `axis` into the present items of an output tensor
+array, each taking as many positions as its Sizes say there.
 The formula's input variable (`x`) is bound per output element to the value copied there (an
 input element, or the padding value), which is what expectation files' `when` reads.
 """
@@ -96,6 +98,23 @@ def _join(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarr
     return np.concatenate(items, axis=axis)
 
 
+def _split(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    """The input cut along `axis` into the present items of the family's output tensor array."""
+    family = spec.formula.family
+    assert family is not None
+    out, start = {}, 0
+    for name in spec.tensor_arrays[family.params["items"]]:
+        desc = descriptor.tensors.get(name)
+        if desc is None:
+            break
+        count = desc.sizes[axis]
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, start + count)
+        out[name] = np.ascontiguousarray(x[tuple(index)]).astype(spec.catalog.dtype(desc.data_type).numpy, copy=False)
+        start += count
+    return out
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
@@ -106,6 +125,12 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     assert out_desc is not None
     x = inputs[var]
     out_type = spec.catalog.dtype(out_desc.data_type)
+    if family.params["mode"] == "split":  # several outputs: each item's values (the formula's variable per item)
+        parts = _split(spec, descriptor, x, int(names[family.params["axis"]]))
+        split_result = FamilyResult(parts)
+        for name, part in parts.items():
+            split_result.unspecified[name] = _unspecified(spec, descriptor, var, part)
+        return split_result  # no per-element variable: each item has its own shape (the values are the expected ones)
     if family.params["mode"] == "pad":
         result = _pad(spec, descriptor, x, list(out_desc.sizes), out_type.numpy)
     elif family.params["mode"] == "join":
