@@ -49,6 +49,8 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
     "gather": ("inputs", "axis", "index_dimensions"),
     "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
+    "join": ("inputs", "axis"),
+    "split": ("inputs", "outputs", "axis"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -185,7 +187,7 @@ class OnnxRuntimeBackend:
             return self._quantize(d, inputs, out_type)
         family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
                            "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
-                           "window": self._window}
+                           "window": self._window, "join": self._join, "split": self._split}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -498,6 +500,55 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"x": x, "w": w} if bias is None else {"x": x, "w": w, "b": bias}
         return self._session(key, build).run(None, feeds)[0]
+
+    def _join(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Concat of the present items of a tensor array (`inputs` names the array) along
+        the `axis` field, in item order: the array holds InputCount items, then nothing."""
+        spec = self.specs.operator(d.operator)
+        items = [name for array in entry["inputs"] for name in spec.tensor_arrays.get(array, [array])
+                 if d.tensors.get(name) is not None]
+        xs = [inputs[name] for name in items]
+        in_type = d.tensors[items[0]].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("Concat", in_type, axis, tuple(tuple(x.shape) for x in xs))
+
+        def build() -> Any:
+            from onnx import helper
+            names = [f"x{i}" for i in range(len(xs))]
+            node = helper.make_node("Concat", names, ["y"], axis=axis)
+            graph = helper.make_graph([node], "Concat",
+                                      [helper.make_tensor_value_info(n, _ONNX_TYPES[in_type], list(x.shape)) for n, x in zip(names, xs)],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {f"x{i}": x for i, x in enumerate(xs)})[0]
+
+    def _split(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX Split of the input along the `axis` field into the present items of the output
+        tensor array `outputs`, each as long there as its Sizes say (the `split` input)."""
+        spec = self.specs.operator(d.operator)
+        x = inputs[entry["inputs"][0]]
+        in_type = d.tensors[entry["inputs"][0]].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        items = [n for n in spec.tensor_arrays[entry["outputs"]] if d.tensors.get(n) is not None]
+        sizes = [list(d.tensors[n].sizes) for n in items]  # type: ignore[union-attr]
+        counts = [s[axis] for s in sizes]
+        key = ("Split", in_type, axis, tuple(x.shape), tuple(tuple(s) for s in sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            names = [f"y{i}" for i in range(len(items))]
+            split = helper.make_tensor("split", TensorProto.INT64, [len(counts)], counts)
+            node = helper.make_node("Split", ["x", "split"], names, axis=axis)
+            graph = helper.make_graph([node], "Split", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info(n, _ONNX_TYPES[in_type], s) for n, s in zip(names, sizes)],
+                                      initializer=[split])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return dict(zip(items, self._session(key, build).run(None, {"x": x})))
 
     def _gather(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Gather on the `axis` field, the indices reshaped to their last

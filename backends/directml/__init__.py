@@ -228,12 +228,15 @@ class DirectMLBackend:
     def request_for(self, case: Case) -> tuple[dict, list[bytes]]:
         spec = self.specs.operator(case.operator)
         d = case.descriptor
-        names = [f.name for f in spec.tensor_fields]
+        # a tensor array's absent items are not tensors of the C struct (the array holds InputCount
+        # items, then nothing): they get no entry and no binding
+        names = [f.name for f in spec.tensor_fields if f.array_of is None or d.tensors.get(f.name) is not None]
+        arrays = spec.tensor_arrays
         tensors, buffers = [], []
         for name in names:
             t = d.tensors.get(name)
             role = spec.field(name).role
-            entry: dict[str, Any] = {"present": int(t is not None), "role": role}
+            entry: dict[str, Any] = {"present": int(t is not None), "role": role, "name": name}
             if t is not None:
                 dtype = self.specs.catalog.dtype(t.data_type)
                 entry.update({"data_type": dtype.enum, "flags": t.flags, "dimension_count": t.dim_count, "sizes": list(t.sizes),
@@ -247,7 +250,10 @@ class DirectMLBackend:
             tensors.append(entry)
         fields = []
         for f in spec.fields:
-            if f.role != "attribute":
+            if f.array_of is not None:  # the array's pointer once, at its first item: the present items, in order
+                if f.slot == 0:
+                    fields.append({"kind": "tensors", "items": [names.index(n) for n in arrays[f.array_of] if n in names]})
+            elif f.role != "attribute":
                 fields.append({"kind": "tensor", "tensor": names.index(f.name)})
             elif f.struct is not None:  # a pointer to the members, or null when the descriptor has none
                 present = any(f"{f.name}.{m}" in d.attributes for m, _ in f.struct)
@@ -268,9 +274,11 @@ class DirectMLBackend:
             elif f.is_array:  # a pointer to the items; the count field says how many
                 kind = {"FLOAT": "float", "INT": "int"}.get(f.element or "UINT", "uint")
                 fields.append({"kind": "array", "items": [{"kind": kind, "value": v} for v in d.attributes.get(f.name, [])]})
+            elif f.is_count and (f.count_of or ("",))[0] in arrays:
+                fields.append({"kind": "uint", "value": sum(n in names for n in arrays[(f.count_of or ("",))[0]])})
             elif f.is_count:
                 fields.append({"kind": "uint", "value": len(d.attributes.get((f.count_of or ("",))[0], []))})
-            elif f.c_type == "INT":
+            elif f.c_type in ("INT", "BOOL"):  # BOOL is a 4-byte int
                 fields.append({"kind": "int", "value": int(d.attributes.get(f.name, f.default or 0))})
             elif f.c_type == "FLOAT":
                 fields.append({"kind": "float", "value": float(d.attributes.get(f.name, f.default or 0.0))})
@@ -300,7 +308,7 @@ class DirectMLBackend:
             return Crashed(str(exc))
         status = reply.get("status")
         if status == "ok":  # one buffer per present output, in field order
-            names = [f.name for f, t in zip(spec.tensor_fields, header["tensors"]) if f.role == "output" and t["present"]]
+            names = [t["name"] for t in header["tensors"] if t["role"] == "output" and t["present"]]
             return Outputs(dict(zip(names, outs)))
         if status == "rejected":
             return Rejected(f"{reply.get('stage')} returned {reply.get('hr')} (E_INVALIDARG is 0x80070057)")

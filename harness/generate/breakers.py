@@ -78,8 +78,14 @@ def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descripto
     table = spec.table_at(level, d.attributes)
     required = [n for n in _present(d) if not table.tensors[n].optional]
     name = draw(st.sampled_from(required))
-    d.tensors[name] = None
-    _drop_aliases(d, name)
+    dropped = [name]
+    f = spec.field(name)
+    if f.array_of is not None:  # an array has no holes: its items after this one go too (InputCount = slot)
+        dropped = spec.tensor_arrays[f.array_of][f.slot or 0:]
+    for gone in dropped:
+        if gone in d.tensors:
+            d.tensors[gone] = None
+            _drop_aliases(d, gone)
     return d, level
 
 
@@ -207,7 +213,7 @@ def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: De
 def _break_in_place_not_allowed(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     allowed = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     pairs = [(o.name, i.name) for o in spec.output_fields for i in spec.input_fields
-             if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None]
+             if (o.name, i.name) not in allowed and d.tensors.get(i.name) is not None and d.tensors.get(o.name) is not None]
     if not pairs:
         return None
     output, inp = draw(st.sampled_from(pairs))

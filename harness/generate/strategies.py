@@ -38,12 +38,16 @@ def _attribute_values(spec: OperatorSpec) -> dict[str, st.SearchStrategy[float]]
         choices = [f.default] if f.default is not None else []
         ordinary = st.sampled_from(list(pools.get("ordinary", [])) or [0.0])
         edge = st.sampled_from(list(pools.get("edge", [])) or [0.0])
-        if f.c_type in ("UINT", "INT"):  # whole numbers in the C type's range (pools hold the interesting ones)
+        if f.c_type == "BOOL":  # TRUE or FALSE (another value is DirectML's to read; no page says how)
+            floats = st.sampled_from([0.0, 1.0])
+        elif f.c_type in ("UINT", "INT"):  # whole numbers in the C type's range (pools hold the interesting ones)
             low = 0 if f.c_type == "UINT" else -8
             floats = st.integers(low, 8).map(float)
         else:
             floats = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-8.0, max_value=8.0)
         drawn = st.one_of(st.sampled_from(choices or [0.0]), ordinary, edge, floats)
+        if f.c_type == "BOOL" and not pools and f.default is None:
+            drawn = floats  # TRUE as often as FALSE
         # a FLOAT field holds a float32: record the value the desc struct holds, not the pool's
         # double, so a case file names what ran and one descriptor has one case id
         out[f.name] = drawn.map(lambda v: float(np.float32(v))) if f.c_type == "FLOAT" else drawn
@@ -160,16 +164,15 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name], member))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes))))
-    for f in spec.tensor_fields:  # derived Sizes, from the free tensors and the attributes (spec order)
-        t = types[f.name]
-        if f.name in derived and t is not None:
-            sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), f.name)
-            if any(is_free(s) for s in sizes):  # its own dimensions: drawn within what the fixed ones leave of the budget
-                budget = max(1, config.max_elements // max(1, prod(s for s in sizes if not is_free(s))))
-                sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
-            if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == f.name):
-                sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
-            tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
+    for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
+        t = types[name]
+        sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
+        if any(is_free(s) for s in sizes):  # its own dimensions: drawn within what the fixed ones leave of the budget
+            budget = max(1, config.max_elements // max(1, prod(s for s in sizes if not is_free(s))))
+            sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
+        if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
+            sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
+        tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, spec.field(name).role == "output"))
     attributes.update(draw(_union_values(spec, attributes)))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
@@ -181,6 +184,19 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
     return Descriptor(spec.name, tensors, attributes, aliases)
+
+
+def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
+    """The derived tensors in field order, except that one whose shape rule reads another derived
+    tensor comes after it (a split's input sums its output items, which follow it in the struct)."""
+    pending = [f.name for f in spec.tensor_fields if f.name in derived]
+    reads = {c.tensors[0]: c.reads - {c.tensors[0]} for c in spec.shape_rules}
+    order: list[str] = []
+    while pending:
+        ready = next((n for n in pending if not reads.get(n, set()) & set(pending)), pending[0])
+        order.append(ready)
+        pending.remove(ready)
+    return order
 
 
 @st.composite

@@ -52,12 +52,73 @@ def _table(spec: OperatorSpec, level: str, member: str | None):
     return table
 
 
+def type_groups(spec: OperatorSpec, without: str | None = None) -> list[list[str]]:
+    """The tensor fields in groups whose present members always share one data type: those tied
+    by an unconditional `same_data_type` rule (transitively), each other tensor alone. A type
+    variable per group, as TOSA's support rows write them: generation enumerates one type per
+    group, not one per tensor, so tied tensors cost nothing (a tensor array of N items tied to
+    its output is 11 choices, not 11^(N+1)). `without`: a constraint id left out (the assignments
+    that break it alone hold every other tie)."""
+    names = [f.name for f in spec.tensor_fields]
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            n = parent[n]
+        return n
+    for c in spec.constraints:
+        if c.rule == "same_data_type" and c.when is None and c.guard is None and c.id != without:
+            for other in c.tensors[1:]:
+                parent[root(other)] = root(c.tensors[0])
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(root(n), []).append(n)
+    return list(groups.values())
+
+
+def _group_choices(table, group: list[str]) -> list[tuple[tuple[str, str | None], ...]]:
+    """Every assignment of one group: one type for its present members (each member's cell must
+    list it), optional members present or absent, required ones present."""
+    out = []
+    for t in dict.fromkeys(t for n in group for t in table.tensors[n].types):
+        per_member = []
+        for n in group:
+            cell = table.tensors[n]
+            options = ([t] if t in cell.types else []) + ([None] if cell.optional else [])
+            per_member.append(options)
+        out += [tuple(zip(group, combo)) for combo in itertools.product(*per_member)]
+    if all(table.tensors[n].optional for n in group):  # the whole group absent
+        out.append(tuple((n, None) for n in group))
+    return list(dict.fromkeys(out))
+
+
 @lru_cache(maxsize=None)
-def _type_space(spec: OperatorSpec, level: str, member: str | None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+def _type_space(spec: OperatorSpec, level: str, member: str | None,
+                without: str | None = None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    """Every per-tensor type choice the table allows where tied tensors agree (type_groups, but
+    for the tie of constraint `without`), in field order; the constraints are checked by the caller."""
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
-    choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
-    return tuple(tuple(zip(names, combo)) for combo in itertools.product(*choices))
+    per_group = [_group_choices(table, g) for g in type_groups(spec, without)]
+    out = []
+    for combo in itertools.product(*per_group):
+        types = dict(pair for part in combo for pair in part)
+        if not array_gap(spec, types):
+            out.append(tuple((n, types[n]) for n in names))
+    # in the order of the per-tensor product (each tensor's types as the table lists them, absent
+    # last), so that plans and what a fixed seed draws do not depend on the grouping
+    order = {n: {t: i for i, t in enumerate(list(table.tensors[n].types) + [None])} for n in names}
+    return tuple(sorted(out, key=lambda c: tuple(order[n][t] for n, t in c)))
+
+
+def array_gap(spec: OperatorSpec, types: dict[str, Any]) -> str | None:
+    """The first item of a tensor array that is present after an absent one, or None: an array
+    has no holes (InputCount items, then nothing), so no descriptor can say that."""
+    for items in spec.tensor_arrays.values():
+        for before, item in zip(items, items[1:]):
+            if types.get(before) is None and types.get(item) is not None:
+                return item
+    return None
 
 
 def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = None) -> list[dict[str, str | None]]:
@@ -69,7 +130,8 @@ def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = 
 def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str,
                                     member: str | None = None) -> list[dict[str, str | None]]:
     """Type choices inside the table that break exactly one constraint, `constraint_id`."""
-    return [dict(c) for c in _type_space(spec, level, member) if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
+    return [dict(c) for c in _type_space(spec, level, member, constraint_id)
+            if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
 
 
 def primary_input(spec: OperatorSpec) -> str:

@@ -254,6 +254,13 @@ def liberty_counts(expected: Expected, tags: np.ndarray) -> dict[str, int]:
     return counts
 
 
+def _broadcasts(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
 def _report_rows(expected: Expected, want: np.ndarray, got: np.ndarray, ulps: np.ndarray | None,
                  shown: np.ndarray) -> list[ElementReport]:
     """Report rows (index, inputs, values, hex, ULP) for the first MAX_REPORTED flat indices of `shown`."""
@@ -263,6 +270,8 @@ def _report_rows(expected: Expected, want: np.ndarray, got: np.ndarray, ulps: np
         inputs = {}
         for var, arr in expected.variables.items():
             arr = np.asarray(arr)
+            if arr.shape != want.shape and arr.size != 1 and not _broadcasts(arr.shape, want.shape):
+                continue  # another output's variable (an output tensor array's items differ in shape)
             value = arr[where] if arr.shape == want.shape else (arr.reshape(-1)[0] if arr.size == 1 else np.broadcast_to(arr, want.shape)[where])
             inputs[var] = _fmt(value) + (f" ({_hex(value)})" if np.asarray(value).dtype.kind == "f" else "")
         rows.append(ElementReport(tuple(int(i) for i in where), inputs, _fmt(want[where]), _fmt(got[where]),

@@ -32,6 +32,8 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
         if f.is_array:
             names[f.name] = [int(v) for v in attributes.get(f.name, [])]
         elif f.is_count:
+            if (f.count_of or ("",))[0] in spec.tensor_arrays:
+                continue  # the number of items present: tensor facts, not an attribute (shape_names leaves it out)
             names[f.name] = len(attributes.get((f.count_of or ("",))[0], []))
         else:
             names[f.name] = _plain(attributes.get(f.name, defaults.get(f.name, 0.0)))

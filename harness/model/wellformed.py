@@ -131,7 +131,7 @@ def check_attribute(key: str, value: Any, c_type: str) -> None:
         if _overflows_float32(value):
             raise CaseFormatError(key, f"{short(value)} overflows FLOAT (float32's largest is {float(np.finfo(np.float32).max)!r})")
         return
-    low, high = (INT32_MIN, INT32_MAX) if c_type in ("INT", "INT32") else (0, UINT32_MAX)
+    low, high = (INT32_MIN, INT32_MAX) if c_type in ("INT", "INT32", "BOOL") else (0, UINT32_MAX)
     whole = is_integer(value) or (math.isfinite(value) and float(value).is_integer())
     if not whole or not low <= int(value) <= high:
         raise CaseFormatError(key, f"{short(value)} is not an integer in {low}..{high} ({c_type})")
@@ -230,6 +230,11 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     for name, desc in case.descriptor.tensors.items():
         if desc is not None:
             check_tensor(f"descriptor.tensors.{name}", desc, catalog)
+    for array, items in spec.tensor_arrays.items():  # InputCount items, then nothing: no holes
+        for before, item in zip(items, items[1:]):
+            if case.descriptor.tensors.get(before) is None and case.descriptor.tensors.get(item) is not None:
+                raise CaseFormatError(f"descriptor.tensors.{item}", f"{item} follows the absent {before}: the items of the "
+                                                                    f"tensor array {array} are consecutive ({spec.field(item).count} of them)")
     c_types = {f.name: f.c_type for f in spec.attribute_fields if f.struct is None and not f.is_count}
     arrays = {f.name: f.element for f in spec.attribute_fields if f.is_array}
     for f in spec.attribute_fields:  # an array is always set (its count field is its length, never set itself)

@@ -34,7 +34,7 @@ from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 
 @dataclass(frozen=True)
 class Param:
-    kind: str  # choice | array | scalar | output | input | union | expression | bounds
+    kind: str  # choice | array | scalar | output | input | union | tensor_array | expression | bounds
     required: bool = True
     choices: tuple[str, ...] = ()
     meaning: str = ""
@@ -69,10 +69,15 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "indices": Param("output", meaning="the output tensor of their indices within the sequence"),
     },
     "data_movement": {
-        "mode": Param("choice", choices=("strided_window", "pad"),
+        "mode": Param("choice", choices=("strided_window", "pad", "join", "split"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
-                              "elements per dimension, the elements around it from the padding rule in force"),
+                              "elements per dimension, the elements around it from the padding rule in force; join: "
+                              "the present items of a tensor array concatenated along `axis`, in order; split: the "
+                              "input cut along `axis` into the present items of an output tensor array, in order"),
+        "items": Param("tensor_array", meaning="the tensor array field whose present items are joined, or split into",
+                       modes=("join", "split")),
+        "axis": Param("scalar", meaning="the UINT field naming the joined or split axis", modes=("join", "split")),
         "offsets": Param("array", meaning="the window's first element per dimension", modes=("strided_window",)),
         "sizes": Param("array", meaning="the window's extent per dimension", modes=("strided_window",)),
         "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)",
@@ -302,6 +307,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
     enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False)}
+    tensor_arrays = {f.array_of for f in fields if getattr(f, "array_of", None)}
     mode = raw.get("mode")
     for key, param in declared.items():
         if param.modes and mode not in param.modes:
@@ -327,8 +333,9 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = value
         elif param.kind == "bounds":
             continue  # read below, once the choices of combine are known
-        elif param.kind in ("array", "scalar", "output", "input", "union"):
-            allowed = {"array": arrays, "scalar": scalars, "output": outputs, "input": inputs, "union": unions}[param.kind]
+        elif param.kind in ("array", "scalar", "output", "input", "union", "tensor_array"):
+            allowed = {"array": arrays, "scalar": scalars, "output": outputs, "input": inputs, "union": unions,
+                       "tensor_array": tensor_arrays}[param.kind]
             if value not in allowed:
                 raise FormulaError(f"{key}: {value!r} is not {'an' if param.kind != 'scalar' else 'a'} {param.kind} field "
                                    f"({', '.join(sorted(allowed)) or 'none'})")

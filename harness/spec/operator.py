@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,15 @@ class FieldSpec:
     count_of: tuple[str, ...] | None = None  # a count field: the arrays whose length it is (never set by a descriptor)
     activations: tuple[str, ...] | None = None  # a fused activation (`const DML_OPERATOR_DESC*`): the specs it may name
     typed_by: str | None = None  # a DML_SCALAR_UNION: the DML_TENSOR_DATA_TYPE field that says which member it holds
+    # one item of a tensor array (`const DML_TENSOR_DESC*` with `count` and `max_items`): the array's
+    # name and the item's position. The spec names the array once; the model holds one tensor field
+    # per item, `{array}_{slot}`, item 0 required and the others optional, present as a prefix.
+    array_of: str | None = None
+    slot: int | None = None
+
+    @property
+    def is_tensor_array_item(self) -> bool:
+        return self.array_of is not None
 
     @property
     def is_scalar_union(self) -> bool:
@@ -74,13 +84,13 @@ class FieldSpec:
 class TensorSupport:
     """One row of a support table."""
 
-    kind: str  # input | optional_input | output
+    kind: str  # input | optional_input | output | optional_output (items 1.. of an output tensor array)
     dims: tuple[int, int]
     types: tuple[str, ...]
 
     @property
     def optional(self) -> bool:
-        return self.kind == "optional_input"
+        return self.kind in ("optional_input", "optional_output")
 
     def dim_counts(self) -> list[int]:
         return list(range(self.dims[0], self.dims[1] + 1))
@@ -327,6 +337,17 @@ class OperatorSpec:
     @property
     def attribute_fields(self) -> list[FieldSpec]:
         return [f for f in self.fields if f.role == "attribute"]
+
+    @property
+    def struct_field_names(self) -> list[str]:
+        """The desc struct's members in order, as the page and DirectML.h name them (a tensor array
+        once, not per item)."""
+        return [f.array_of or f.name for f in self.fields if f.slot in (None, 0)]
+
+    @cached_property
+    def tensor_arrays(self) -> dict[str, list[str]]:
+        """Each tensor array's name and its items' tensor fields, in order."""
+        return tensor_arrays(self.fields)
 
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
@@ -649,9 +670,17 @@ def _read_document(src: SourcedYaml) -> dict:
     return data
 
 
-SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT")
+SCALAR_ATTRIBUTE_TYPES = ("FLOAT", "UINT", "INT", "BOOL")  # BOOL: Windows' 4-byte int, TRUE 1 and FALSE 0
 OPERATOR_DESC_POINTER = "const DML_OPERATOR_DESC*"
 SCALAR_UNION = "DML_SCALAR_UNION"
+
+
+TENSOR_DESC_POINTER = "const DML_TENSOR_DESC*"
+
+
+def array_item_name(array: str, slot: int) -> str:
+    """The tensor field of item `slot` of tensor array `array`: a name shape expressions can read."""
+    return f"{array}_{slot}"
 
 
 def _names(value: str | list[str]) -> tuple[str, ...]:
@@ -665,6 +694,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
     _check_level(src, ("introduced",), data["introduced"], catalog)
 
     fields: list[FieldSpec] = []
+    raw_index: list[int] = []  # each model field's entry in the file (a tensor array's items share one)
     seen_fields: set[str] = set()
     for index, raw in enumerate(data["fields"]):
         if raw["name"] in seen_fields:
@@ -673,8 +703,20 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         if raw["role"] != "attribute" and "default" in raw:
             raise src.error(("fields", index, "default"), "only attributes take a default")
         enum = struct = element = None
-        if raw["role"] != "attribute" and ("count" in raw or "count_of" in raw or "activations" in raw):
-            raise src.error(("fields", index), "only attributes are arrays, count fields or fused activations")
+        if raw["role"] != "attribute" and ("count_of" in raw or "activations" in raw):
+            raise src.error(("fields", index), "only attributes are count fields or fused activations")
+        if raw["role"] != "attribute" and ("count" in raw) != ("max_items" in raw):
+            raise src.error(("fields", index), "a tensor array names its `count` field and its `max_items` (the most items generated)")
+        if "max_items" in raw and raw["role"] == "attribute":
+            raise src.error(("fields", index, "max_items"), "only a tensor array (an input or output field with `count`) takes max_items")
+        if raw["role"] != "attribute" and "count" in raw:  # a tensor array: one tensor field per item
+            if raw["c_type"] != TENSOR_DESC_POINTER:
+                raise src.error(("fields", index, "c_type"), f"a tensor array's c_type is {TENSOR_DESC_POINTER!r}, found {raw['c_type']!r}")
+            for slot in range(raw["max_items"]):
+                fields.append(FieldSpec(array_item_name(raw["name"], slot), raw["role"], raw["c_type"], count=raw["count"],
+                                        array_of=raw["name"], slot=slot))
+                raw_index.append(index)
+            continue
         if "typed_by" in raw and raw["c_type"] != SCALAR_UNION:
             raise src.error(("fields", index, "typed_by"), f"only a {SCALAR_UNION} field is typed by another field")
         if "activations" in raw and raw["c_type"] != OPERATOR_DESC_POINTER:
@@ -714,6 +756,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
                                 raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None,
                                 tuple(raw["activations"]) if "activations" in raw else None, raw.get("typed_by")))
+        raw_index.append(index)
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},
@@ -721,9 +764,12 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
     if not roles.outputs:
         raise src.error(("fields",), "an operator needs at least one output tensor field")
     by_name = {f.name: (i, f) for i, f in enumerate(fields)}
-    for index, f in enumerate(fields):  # arrays and count fields name each other
-        if f.count is not None and (f.count not in by_name or f.name not in (by_name[f.count][1].count_of or ())):
-            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field whose count_of names {f.name}")
+    by_name.update({f.array_of: (i, f) for i, f in enumerate(fields) if f.array_of is not None and f.slot == 0})
+    for model_index, f in enumerate(fields):  # arrays and count fields name each other
+        index = raw_index[model_index]
+        array_name = f.array_of or f.name
+        if f.count is not None and (f.count not in by_name or array_name not in (by_name[f.count][1].count_of or ())):
+            raise src.error(("fields", index, "count"), f"{f.count!r} must be a field whose count_of names {array_name}")
         for array in f.count_of or ():
             if array not in by_name or by_name[array][1].count != f.name:
                 raise src.error(("fields", index, "count_of"), f"{array!r} must be an array field with count: {f.name}")
@@ -788,6 +834,7 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
     """Read the support tables: level order (within each variant group), full tensor coverage,
     dims, types and kinds per cell."""
     tensor_names = roles.tensors
+    arrays = tensor_arrays(fields)
     support: list[SupportTable] = []
     groups = _read_variants(src, data, _read_variant_key(src, data, fields))
     previous_order: dict[tuple[str, ...] | None, int] = {}
@@ -802,12 +849,12 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
         previous_order[group] = order
         if order < catalog.level_order(data["introduced"]):
             raise src.error(path + ("level",), f"table at FL {raw['level']} is older than the operator's introduction (FL {data['introduced']})")
-        missing = sorted(tensor_names - set(raw["tensors"]))
+        covered = {item for name in raw["tensors"] for item in arrays.get(name, [name])}
+        missing = sorted(tensor_names - covered)
         if missing:
             raise src.error(path + ("tensors",), f"table does not cover tensor field(s) {', '.join(missing)}")
         tensors: dict[str, TensorSupport] = {}
-        for tname, cell in raw["tensors"].items():
-            cpath = path + ("tensors", tname)
+        for tname, cell, cpath in _table_rows(raw["tensors"], arrays, path):
             if tname not in tensor_names:
                 raise src.error(cpath, f"{tname!r} is not a tensor field; fields: {', '.join(sorted(tensor_names))}")
             lo, hi = cell["dims"]
@@ -818,7 +865,7 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
                 if catalog.level_order(catalog.data_types[tname2].since) > order:
                     raise src.error(cpath + ("types", tindex), f"{tname2} exists only from FL {catalog.data_types[tname2].since}")
             role = next(f.role for f in fields if f.name == tname)
-            if (cell["kind"] == "output") != (role == "output"):
+            if (cell["kind"] in ("output", "optional_output")) != (role == "output"):
                 raise src.error(cpath + ("kind",), f"kind {cell['kind']!r} does not fit field role {role!r}")
             tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]))
         support.append(SupportTable(raw["level"], tensors, group))
@@ -830,6 +877,28 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
                             f"the oldest table{which} (FL {support[oldest].level}) must be at the operator's introduction "
                             f"(FL {data['introduced']})")
     return support
+
+
+def tensor_arrays(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> dict[str, list[str]]:
+    """Each tensor array's name and its items' tensor fields, in order."""
+    arrays: dict[str, list[str]] = {}
+    for f in fields:
+        if f.array_of is not None:
+            arrays.setdefault(f.array_of, []).append(f.name)
+    return arrays
+
+
+def _table_rows(rows: dict, arrays: dict[str, list[str]], path: tuple) -> list[tuple[str, dict, tuple]]:
+    """A table's rows per tensor field: a tensor array's row (the page prints one, "Array of
+    inputs" or "Array of outputs") holds for each of its items; item 0 is as the row says, the
+    others are optional (an array holds Count >= 1 items)."""
+    out = []
+    for name, cell in rows.items():
+        cpath = path + ("tensors", name)
+        for slot, item in enumerate(arrays.get(name, [name]) if name in arrays else [name]):
+            optional = "optional_output" if cell.get("kind") == "output" else "optional_input"
+            out.append((item, cell if slot == 0 or name not in arrays else dict(cell, kind=optional), cpath))
+    return out
 
 
 def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[str, str], ...]:
@@ -846,8 +915,11 @@ def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[s
 
 def shape_names(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> set[str]:
     """The names a shape or constraint expression may read: every attribute field (scalars, arrays,
-    count fields) and every enum member."""
-    return {f.name for f in fields if f.role == "attribute" and f.struct is None} | set(enum_members(list(fields)))
+    count fields) and every enum member. A tensor array's count field is not one: its value is the
+    number of items present (`T_k.present` says which)."""
+    arrays = tensor_arrays(fields)
+    return ({f.name for f in fields if f.role == "attribute" and f.struct is None and not set(f.count_of or ()) & set(arrays)}
+            | set(enum_members(list(fields))))
 
 
 def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles,
@@ -905,7 +977,8 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
         else:
             if "tensors" not in raw:
                 raise src.error(path, f"rule {raw['rule']} needs 'tensors' (two or more)")
-            names = raw["tensors"]
+            arrays = tensor_arrays(fields or [])  # a tensor array stands for all its items
+            names = [item for n in raw["tensors"] for item in arrays.get(n, [n])]
         for n in names:
             if n not in tensor_names:
                 raise src.error(path, f"{n!r} is not a tensor field")
@@ -1090,15 +1163,15 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
             raise src.error(("attribute_values", name), f"{owner.name} is {'a struct pointer: name its members as ' + owner.name + '.MEMBER' if owner.struct else 'not a struct pointer'}")
         if owner is not None and owner.struct is not None and name.split(".", 1)[1] not in {m for m, _ in owner.struct}:
             raise src.error(("attribute_values", name), f"{owner.c_type} has no member {name.split('.', 1)[1]!r} (members: {', '.join(m for m, _ in owner.struct)})")
-        if owner is not None and owner.c_type in ("UINT", "INT") and not owner.is_array:
+        if owner is not None and owner.c_type in ("UINT", "INT", "BOOL") and not owner.is_array:
             low, high = (0, 2**32 - 1) if owner.c_type == "UINT" else (-(2**31), 2**31 - 1)
             for key in ("ordinary", "edge"):
                 for i, v in enumerate(raw.get(key, [])):
                     if not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())) or not low <= v <= high:
                         raise src.error(("attribute_values", name, key, i), f"{v!r} is not a {owner.c_type} value ({low}..{high})")
         if "one_of" in raw:  # a UINT/INT/enum scalar whose valid values depend on the shapes (an axis, a count, a type)
-            if owner is None or (owner.c_type not in ("UINT", "INT") and owner.enum is None) or owner.is_count:
-                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT, INT and enum scalar fields")
+            if owner is None or (owner.c_type not in ("UINT", "INT", "BOOL") and owner.enum is None) or owner.is_count:
+                raise src.error(("attribute_values", name, "one_of"), "one_of is for UINT, INT, BOOL and enum scalar fields")
             attribute_values[name] = dict(raw, one_of=_shape_expr(src, ("attribute_values", name, "one_of"), raw["one_of"],
                                                                   list(fields or []), roles))
             continue

@@ -100,6 +100,7 @@ OPERATOR_SCHEMA: dict = {
                     "c_type": {"type": "string"},
                     "default": {"type": "number"},
                     "count": _NAME,
+                    "max_items": {"type": "integer", "minimum": 1, "maximum": 8},
                     "count_of": {"oneOf": [_NAME, {"type": "array", "items": _NAME, "minItems": 1}]},
                     "activations": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
                     "typed_by": _NAME,

@@ -10,7 +10,7 @@ from harness.generate.strategies import valid_cases, valid_descriptors
 from harness.generate.types import coverage_plan, table_cells, valid_type_assignments
 from harness.generate.sweeps import sweep_case, sweeps
 from harness.model.validator import validate
-from tests.helpers import SPECS
+from tests.helpers import SPECS, levels_where_tables_change
 
 OPERATORS = sorted(SPECS.operators)
 LEVELS = [l.name for l in SPECS.catalog.levels]
@@ -38,21 +38,9 @@ def test_valid_cases_are_accepted(op):
     assert len(seen) >= 100
 
 
-def _levels_where_tables_change(spec) -> list[str]:
-    """The first and newest levels, each level where the operator's tables in force change, and
-    the level just before each change (where a level-gated rule breaks): between two of these the
-    validator judges every descriptor alike, so testing the others only repeats them."""
-    keep = {LEVELS[0], LEVELS[-1]}
-    tables = [tuple(id(t) for t in spec.tables_at(level)) for level in LEVELS]
-    for i in range(1, len(LEVELS)):
-        if tables[i] != tables[i - 1]:
-            keep |= {LEVELS[i - 1], LEVELS[i]}
-    return [level for level in LEVELS if level in keep]
-
-
-def test_levels_where_tables_change():
+def testlevels_where_tables_change():
     """GATHER's tables are FL 1.0, 2.1, 3.0 and 4.1: those, the levels just before them, and 6.4."""
-    got = _levels_where_tables_change(SPECS.operator("GATHER"))
+    got = levels_where_tables_change(SPECS.operator("GATHER"))
     assert {"1.0", "2.0", "2.1", "3.0", "4.0", "4.1", LEVELS[-1]} <= set(got)
     assert "5.0" not in got and "6.0" not in got
 
@@ -61,7 +49,7 @@ def test_levels_where_tables_change():
 def test_invalid_cases_break_exactly_their_rule(op):
     spec = SPECS.operator(op)
     reached = set()
-    for level in _levels_where_tables_change(spec):
+    for level in levels_where_tables_change(spec):
         for rule in candidate_rules(spec):
             if not rule_reachable(spec, level, rule):
                 continue
@@ -109,7 +97,7 @@ def test_unreachable_rules_of_the_seed_operators():
 
 def test_every_rule_id_is_reached_by_some_operator():
     from harness.model.validator import GENERIC_RULES
-    reached = {r for op in SPECS.operators.values() for lvl in _levels_where_tables_change(op)
+    reached = {r for op in SPECS.operators.values() for lvl in levels_where_tables_change(op)
                for r in candidate_rules(op) if rule_reachable(op, lvl, r)}
     all_rules = set(GENERIC_RULES) | {c.rule_id for op in SPECS.operators.values() for c in op.constraints}
     assert reached == all_rules

@@ -61,6 +61,18 @@ def gemm(a, b, c, out, trans_b=0.0) -> Descriptor:
                       {"TransA": 0.0, "TransB": trans_b, "Alpha": 1.0, "Beta": 1.0})
 
 
+def join(item_sizes, out_sizes, axis) -> Descriptor:
+    tensors = {f"InputTensors_{i}": (TensorDesc("FLOAT32", list(s)) if i < len(item_sizes) else None) for i, s in
+               enumerate(list(item_sizes) + [None] * (3 - len(item_sizes)))}
+    return Descriptor("JOIN", tensors | {"OutputTensor": TensorDesc("FLOAT32", list(out_sizes))}, {"Axis": float(axis)}, {})
+
+
+def split(in_sizes, item_sizes, axis) -> Descriptor:
+    tensors = {f"OutputTensors_{i}": (TensorDesc("FLOAT32", list(s)) if i < len(item_sizes) else None) for i, s in
+               enumerate(list(item_sizes) + [None] * (3 - len(item_sizes)))}
+    return Descriptor("SPLIT", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes))} | tensors, {"Axis": float(axis)}, {})
+
+
 def gather(in_sizes, index_sizes, out_sizes, axis, index_dims, index_type="UINT32") -> Descriptor:
     return Descriptor("GATHER", {"InputTensor": TensorDesc("FLOAT32", list(in_sizes)), "IndicesTensor": TensorDesc(index_type, list(index_sizes)),
                                  "OutputTensor": TensorDesc("FLOAT32", list(out_sizes))}, {"Axis": float(axis), "IndexDimensions": float(index_dims)})
@@ -133,6 +145,20 @@ CASES = {
     "constraint.index_dimensions_in_range": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [1, 4], [4, 2], 0, 3), "4.1"),
     "constraint.input_leading_ones": (gather([1, 3, 2], [1, 2, 2], [2, 2, 2], 1, 2), "4.1",
                                       gather([2, 3, 2], [1, 2, 2], [2, 2, 2], 1, 2), "4.1"),
+    # JOIN: the page's Example 1 ({1,1,2,3} and {1,1,2,4} on axis 3) and Example 2 (three {1,1,2,2} on axis 1)
+    "constraint.item_1_dimension_count": (join([[1, 1, 2, 3], [1, 1, 2, 4]], [1, 1, 2, 7], 3), "6.4",
+                                          join([[1, 1, 2, 3], [1, 2, 4]], [1, 1, 2, 7], 3), "6.4"),
+    "constraint.item_2_dimension_count": (join([[1, 1, 2, 2]] * 3, [1, 3, 2, 2], 1), "6.4",
+                                          join([[1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 1, 2, 2]], [1, 3, 2, 2], 1), "6.4"),
+    "constraint.item_1_sizes": (join([[1, 1, 2, 3], [1, 1, 2, 4]], [1, 1, 2, 7], 3), "6.4",
+                                join([[1, 1, 2, 3], [1, 1, 3, 4]], [1, 1, 2, 7], 3), "6.4"),
+    "constraint.item_2_sizes": (join([[1, 1, 2, 2]] * 3, [1, 3, 2, 2], 1), "6.4",
+                                join([[1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 2, 1]], [1, 3, 2, 2], 1), "6.4"),
+    # SPLIT: the page's Example 1 ({1,1,6,2} into 2, 1 and 3 rows on axis 2)
+    "constraint.item_0_dimension_count": (split([1, 1, 6, 2], [[1, 1, 2, 2], [1, 1, 1, 2], [1, 1, 3, 2]], 2), "6.4",
+                                          split([1, 1, 6, 2], [[1, 2, 2], [1, 1, 1, 2], [1, 1, 3, 2]], 2), "6.4"),
+    "constraint.input_sizes": (split([1, 1, 6, 2], [[1, 1, 2, 2], [1, 1, 1, 2], [1, 1, 3, 2]], 2), "6.4",
+                               split([1, 1, 7, 2], [[1, 1, 2, 2], [1, 1, 1, 2], [1, 1, 3, 2]], 2), "6.4"),
     "constraint.indices_sizes": (gather([3, 2], [1, 4], [4, 2], 0, 1), "4.1", gather([3, 2], [2, 4], [4, 2], 0, 1), "4.1"),
     "constraint.same_shape": (sign(), "4.1", edit(sign(), "OutputTensor", sizes=[1, 1, 4, 2]), "4.1"),
     "constraint.scale_float32_for_int32_input": (quant("INT32", "FLOAT32"), "6.4", quant("INT32", "FLOAT16"), "6.4"),

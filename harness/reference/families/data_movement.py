@@ -9,6 +9,10 @@ the output's Sizes say how many elements are taken (the validator has checked th
 within the window). Mode `pad`: the input placed after `start` elements per dimension; around
 it, the padding rule whose spec expression holds (constant, edge, reflection, symmetric), applied
 per dimension (the mirrors fold periodically over earlier padding, as the page's examples show).
+Mode `join`: the present items of a tensor array, in order, concatenated along `axis` (the
+validator has checked that their other sizes agree and the output's Sizes are their sum there).
+Mode `split`: the inverse: the input cut along `axis` into the present items of an output tensor
+array, each taking as many positions as its Sizes say there.
 The formula's input variable (`x`) is bound per output element to the value copied there (an
 input element, or the padding value), which is what expectation files' `when` reads.
 """
@@ -83,6 +87,34 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: n
     return masks
 
 
+def _join(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], axis: int) -> np.ndarray:
+    """The present items of the family's tensor array, concatenated along `axis` (the plug-in's
+    inputs are keyed by formula variable: each item's variable reads it)."""
+    family = spec.formula.family
+    assert family is not None
+    by_tensor = {tensor: var for var, tensor in spec.formula.inputs.items()}
+    items = [inputs[by_tensor[name]] for name in spec.tensor_arrays[family.params["items"]]
+             if descriptor.tensors.get(name) is not None]
+    return np.concatenate(items, axis=axis)
+
+
+def _split(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    """The input cut along `axis` into the present items of the family's output tensor array."""
+    family = spec.formula.family
+    assert family is not None
+    out, start = {}, 0
+    for name in spec.tensor_arrays[family.params["items"]]:
+        desc = descriptor.tensors.get(name)
+        if desc is None:
+            break
+        count = desc.sizes[axis]
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, start + count)
+        out[name] = np.ascontiguousarray(x[tuple(index)]).astype(spec.catalog.dtype(desc.data_type).numpy, copy=False)
+        start += count
+    return out
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
@@ -93,8 +125,16 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     assert out_desc is not None
     x = inputs[var]
     out_type = spec.catalog.dtype(out_desc.data_type)
+    if family.params["mode"] == "split":  # several outputs: each item's values (the formula's variable per item)
+        parts = _split(spec, descriptor, x, int(names[family.params["axis"]]))
+        split_result = FamilyResult(parts)
+        for name, part in parts.items():
+            split_result.unspecified[name] = _unspecified(spec, descriptor, var, part)
+        return split_result  # no per-element variable: each item has its own shape (the values are the expected ones)
     if family.params["mode"] == "pad":
         result = _pad(spec, descriptor, x, list(out_desc.sizes), out_type.numpy)
+    elif family.params["mode"] == "join":
+        result = _join(spec, descriptor, inputs, int(names[family.params["axis"]]))
     else:
         offsets, sizes, strides = (list(names[family.params[k]]) for k in ("offsets", "sizes", "strides"))
         result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
