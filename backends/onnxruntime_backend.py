@@ -398,14 +398,7 @@ class OnnxRuntimeBackend:
         step rounded to the tensor type, one of the orders a D3D device may take. The scalars are
         constants of the tensor's type, so a FLOAT alpha or beta that the type cannot hold (1e-45 in
         FLOAT16) is not expressible: unsupported. Without C, beta is ignored, as the page says."""
-        spec = self.specs.operator(d.operator)
-        a_name, b_name, c_name = (entry["inputs"] + [None])[:3]
-        names = attribute_names(spec, d.attributes)
-        a, b = inputs[a_name], inputs[b_name]
-        c = inputs.get(c_name) if c_name else None
-        dtype = d.tensors[a_name].data_type  # type: ignore[union-attr]
-        if dtype not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {dtype}")
+        spec, names, a, b, c, dtype = self._two_operands_and_addend(entry, d, inputs)
         numpy_type = self.specs.catalog.dtype(dtype).numpy
         scalars = {}
         for key in ("alpha", "beta") if c is not None else ("alpha",):
@@ -449,6 +442,18 @@ class OnnxRuntimeBackend:
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
         return self._session(key, build).run(None, feeds)[0]
 
+    def _two_operands_and_addend(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple:
+        """What the matmul and window builders share: the spec, the attributes by name, the table
+        entry's two operands and optional addend (None when absent), and the first one's type
+        (unsupported where ONNX has none)."""
+        spec = self.specs.operator(d.operator)
+        first, second, addend = (entry["inputs"] + [None])[:3]
+        dtype = d.tensors[first].data_type  # type: ignore[union-attr]
+        if dtype not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {dtype}")
+        return (spec, attribute_names(spec, d.attributes), inputs[first], inputs[second],
+                inputs.get(addend) if addend else None, dtype)
+
     def _window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Conv, or ConvTranspose where the `transposed` expression holds (its weights
         {C, M/G, k...} and output_padding are the transposed window's), on the input and filter
@@ -458,14 +463,7 @@ class OnnxRuntimeBackend:
         type, one of the orders a D3D device may take (ONNX's own B would join the accumulation).
         ONNX's Conv is a cross-correlation: where the `flip` expression holds the filter is fed
         reversed along each spatial dimension (a reindexing, no arithmetic)."""
-        spec = self.specs.operator(d.operator)
-        x_name, w_name, b_name = (entry["inputs"] + [None])[:3]
-        names = attribute_names(spec, d.attributes)
-        x, w = inputs[x_name], inputs[w_name]
-        bias = inputs.get(b_name) if b_name else None
-        dtype = d.tensors[x_name].data_type  # type: ignore[union-attr]
-        if dtype not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {dtype}")
+        spec, names, x, w, bias, dtype = self._two_operands_and_addend(entry, d, inputs)
         spatial = x.ndim - 2
         if _flag(entry["flip"], names):
             w = np.ascontiguousarray(w[(slice(None), slice(None)) + (slice(None, None, -1),) * spatial])
