@@ -895,9 +895,9 @@ def _table_rows(rows: dict, arrays: dict[str, list[str]], path: tuple) -> list[t
     out = []
     for name, cell in rows.items():
         cpath = path + ("tensors", name)
-        for slot, item in enumerate(arrays.get(name, [name]) if name in arrays else [name]):
-            optional = "optional_output" if cell.get("kind") == "output" else "optional_input"
-            out.append((item, cell if slot == 0 or name not in arrays else dict(cell, kind=optional), cpath))
+        optional = dict(cell, kind="optional_output" if cell.get("kind") == "output" else "optional_input")
+        for slot, item in enumerate(arrays.get(name, [name])):  # a plain tensor is its own item 0
+            out.append((item, cell if slot == 0 else optional, cpath))
     return out
 
 
