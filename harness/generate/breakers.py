@@ -333,7 +333,7 @@ def _member_class(spec: OperatorSpec, member: str | None) -> tuple:
     key = spec.variant_key
     if key is None or member is None:
         return (member,)
-    readers = [c for c in spec.constraints if any(key in e.names() for e in (c.check, c.sizes, c.guard) if e is not None)]
+    readers = [c for c in spec.constraints if key in c.expression_names]
     if any(not c.is_type_rule for c in readers):
         return (member,)
     names = names_for(spec, member)

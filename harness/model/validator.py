@@ -119,7 +119,7 @@ def bad_enum_fields(spec: OperatorSpec, descriptor: Descriptor) -> set[str]:
 def _reads_bad_enum(c, bad: set[str]) -> bool:
     """A rule whose expressions read an enum field holding no member is not in force:
     attribute.enum_value reports the cause (no member, no variant table, no guard to decide)."""
-    return bool(bad) and any(bad & e.names() for e in (c.check, c.sizes, c.guard) if e is not None)
+    return bool(bad) and bool(bad & c.expression_names)
 
 
 def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Violation]:
@@ -139,8 +139,7 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
                   and descriptor.attributes.get(f.name, f.default) not in (None, *f.enum.values())}
     out = []
     for c in rules:
-        read = c.reads | set().union(*(e.names() for e in (c.check, c.sizes, c.guard) if e is not None))
-        if malformed & read:
+        if malformed & c.reads or malformed & c.expression_names:
             continue
         if c.guard is not None and not c.guard.evaluate(names, tensors):
             continue

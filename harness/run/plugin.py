@@ -154,8 +154,10 @@ def pytest_configure(config: pytest.Config) -> None:
     names = config.getoption("backend") or DEFAULT_BACKENDS
     config.dml_requested = set(config.getoption("backend") or [])
     config.dml_names = names
+    override = config.getoption("expectations_dir")  # read even when listing tests: the probe cells come from it
+    config.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
     if not config.dml_is_run:
-        return  # not a conformance run: no backend to start, no run files to write
+        return  # not a conformance run (or only listing its tests): no backend to start, no run files to write
     for name in names:
         options = {"specs": config.dml_specs}
         if name == "directml":
@@ -176,8 +178,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.dml_writer = ResultWriter(reports / "results", worker)
     config.dml_cells = CellWriter(reports / "results", worker)
     config.dml_worker = worker
-    override = config.getoption("expectations_dir")
-    config.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
     config.dml_cases_dir = reports / "cases"
 
 

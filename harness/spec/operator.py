@@ -143,11 +143,17 @@ class Constraint:
     def rule_id(self) -> str:
         return f"constraint.{self.id}"
 
-    @property
-    def reads(self) -> set[str]:
+    @cached_property
+    def reads(self) -> frozenset[str]:
         """The tensor fields an expression or shape rule reads (its target included)."""
         texts = " ".join(e.text for e in (self.check, self.sizes, self.guard) if e is not None)
-        return set(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts}
+        return frozenset(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts}
+
+    @cached_property
+    def expression_names(self) -> frozenset[str]:
+        """Every name its expressions read (attributes, tensor fields), for the validator's
+        question whether a rule reads a malformed value (asked per rule per descriptor: cached)."""
+        return frozenset().union(*(e.names() for e in (self.check, self.sizes, self.guard) if e is not None))
 
     @property
     def is_type_rule(self) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from harness.spec.expr import FormulaError, _parse_bounded
@@ -122,18 +123,27 @@ class ShapeExpr:
     text: str
     tree: ast.Expression
 
-    def names(self) -> set[str]:
-        """Free names the expression reads (comprehension targets excluded)."""
+    def names(self) -> frozenset[str]:
+        """Free names the expression reads (comprehension targets excluded). Cached: the validator
+        asks it of every rule for every descriptor the invalid-case search tries."""
+        return self._names
+
+    @cached_property
+    def _names(self) -> frozenset[str]:
         bound = {n.id for c in ast.walk(self.tree) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
                  if isinstance(n, ast.Name)}
-        return ({n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-                - bound - set(FUNCTIONS) - {FREE_NAME})
+        return frozenset({n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                          - bound - set(FUNCTIONS) - {FREE_NAME})
+
+    @cached_property
+    def _compiled(self) -> _Node:
+        return _compile(self.tree.body)
 
     def evaluate(self, names: dict[str, Any], tensors: dict[str, TensorFacts]) -> Any:
         """The value; raises FormulaError for a type error (a spec bug) and returns None where the
         expression reads something that is not there (an absent tensor, an index out of range)."""
         try:
-            return _Eval(names, tensors).visit(self.tree.body)
+            return self._compiled(names, tensors, {})
         except _Undefined:
             return None
         except (TypeError, ValueError, ZeroDivisionError) as exc:
@@ -192,15 +202,78 @@ def _check(node: ast.AST, names: set[str], tensors: set[str], local: set[str]) -
             _check(child, names, tensors, local)
 
 
-class _Eval:
-    def __init__(self, names: dict[str, Any], tensors: dict[str, TensorFacts]) -> None:
-        self.scopes: list[dict[str, Any]] = [dict(names)]
-        self.tensors = tensors
+_Env = tuple  # (names, tensors, local): what a compiled node reads when it runs
+_Node = Callable[[dict, dict, dict], Any]
 
-    def lookup(self, name: str) -> Any:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
+
+def _compile(node: ast.AST) -> _Node:
+    """The checked tree as nested closures, built once per expression: each takes (names, tensors,
+    local) and returns the node's value. The invalid-case search evaluates every rule of a spec for
+    every descriptor it tries; dispatching on node types once here, not on every evaluation, is what
+    makes that search affordable. Only the whitelisted node kinds (_check) reach this point."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda n, t, loc: value
+    if isinstance(node, ast.Name):
+        return _compile_name(node.id)
+    if isinstance(node, ast.Attribute):
+        tensor, fact = node.value.id, node.attr  # type: ignore[attr-defined]
+
+        def read_fact(n, t, loc):
+            facts = t.get(tensor)
+            if facts is None:
+                raise _Undefined(f"{tensor} is not described")
+            return facts.fact(fact)
+        return read_fact
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_compile(e) for e in node.elts]
+        return lambda n, t, loc: [item(n, t, loc) for item in items]
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return _compile_comprehension(node)
+    if isinstance(node, ast.Subscript):
+        seq_of, index_of = _compile(node.value), _compile(node.slice)
+
+        def subscript(n, t, loc):
+            seq, index = seq_of(n, t, loc), index_of(n, t, loc)
+            if not isinstance(seq, list) or not isinstance(index, int) or not -len(seq) <= index < len(seq):
+                raise _Undefined(f"index {index!r} outside {seq!r}")
+            return seq[index]
+        return subscript
+    if isinstance(node, ast.IfExp):
+        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+        return lambda n, t, loc: body(n, t, loc) if test(n, t, loc) else orelse(n, t, loc)
+    if isinstance(node, ast.BinOp):
+        return _compile_binop(node)
+    if isinstance(node, ast.UnaryOp):
+        operand = _compile(node.operand)
+        if isinstance(node.op, ast.Not):
+            return lambda n, t, loc: not operand(n, t, loc)
+        return lambda n, t, loc: -operand(n, t, loc)
+    if isinstance(node, ast.BoolOp):
+        values = [_compile(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda n, t, loc: all(v(n, t, loc) for v in values)
+        return lambda n, t, loc: any(v(n, t, loc) for v in values)
+    if isinstance(node, ast.Compare):
+        return _compile_compare(node)
+    if isinstance(node, ast.Call):
+        function = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
+        args = [_compile(a) for a in node.args]
+        if len(args) == 1:
+            arg = args[0]
+            return lambda n, t, loc: function(arg(n, t, loc))
+        return lambda n, t, loc: function(*[a(n, t, loc) for a in args])
+    raise FormulaError(f"unexpected {type(node).__name__}")
+
+
+def _compile_name(name: str) -> _Node:
+    """A name reads a comprehension variable first, then the caller's names; `free` and the
+    function names are not values."""
+    def lookup(n, t, loc):
+        if name in loc:
+            return loc[name]
+        if name in n:
+            return n[name]
         if name in ("True", "False"):
             return name == "True"
         if name == FREE_NAME:
@@ -208,77 +281,57 @@ class _Eval:
         if name in FUNCTIONS:
             raise FormulaError(f"{name} is a function")
         raise _Undefined(f"{name} is not set")
+    return lookup
 
-    def iterate(self, gen: ast.comprehension) -> list:
-        values = self.visit(gen.iter)
+
+def _compile_comprehension(node: ast.ListComp | ast.GeneratorExp) -> _Node:
+    gen = node.generators[0]
+    target = gen.target.id  # type: ignore[union-attr]
+    values_of, element = _compile(gen.iter), _compile(node.elt)
+    conditions = [_compile(c) for c in gen.ifs]
+
+    def comprehension(n, t, loc):
+        values = values_of(n, t, loc)
         if not isinstance(values, list):
             raise TypeError(f"cannot iterate over {values!r}")
         out = []
         for v in values:
-            self.scopes.append({gen.target.id: v})  # type: ignore[union-attr]
-            try:
-                if all(self.visit(c) for c in gen.ifs):
-                    out.append(v)
-            finally:
-                self.scopes.pop()
+            inner = {**loc, target: v}
+            if all(c(n, t, inner) for c in conditions):
+                out.append(element(n, t, inner))
         return out
+    return comprehension
 
-    def visit(self, node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return self.lookup(node.id)
-        if isinstance(node, ast.Attribute):
-            facts = self.tensors.get(node.value.id)  # type: ignore[attr-defined]
-            if facts is None:
-                raise _Undefined(f"{node.value.id} is not described")  # type: ignore[attr-defined]
-            return facts.fact(node.attr)
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.visit(e) for e in node.elts]
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
-            gen = node.generators[0]
-            out = []
-            for v in self.iterate(gen):
-                self.scopes.append({gen.target.id: v})  # type: ignore[union-attr]
-                try:
-                    out.append(self.visit(node.elt))
-                finally:
-                    self.scopes.pop()
-            return out
-        if isinstance(node, ast.Subscript):
-            seq, index = self.visit(node.value), self.visit(node.slice)
-            if not isinstance(seq, list) or not isinstance(index, int) or not -len(seq) <= index < len(seq):
-                raise _Undefined(f"index {index!r} outside {seq!r}")
-            return seq[index]
-        if isinstance(node, ast.IfExp):
-            return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
-        if isinstance(node, ast.BinOp):
-            left, right = self.visit(node.left), self.visit(node.right)
-            if isinstance(left, list) or isinstance(right, list):
-                if isinstance(node.op, ast.Add) and isinstance(left, list) and isinstance(right, list):
-                    if len(left) + len(right) > MAX_LIST:
-                        raise FormulaError(f"list longer than {MAX_LIST}")
-                    return left + right
-                raise TypeError(f"{type(node.op).__name__} of lists")
-            return _BIN[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp):
-            value = self.visit(node.operand)
-            return (not value) if isinstance(node.op, ast.Not) else -value
-        if isinstance(node, ast.BoolOp):
-            if isinstance(node.op, ast.And):
-                return all(self.visit(v) for v in node.values)
-            return any(self.visit(v) for v in node.values)
-        if isinstance(node, ast.Compare):
-            left = self.visit(node.left)
-            for op, comparator in zip(node.ops, node.comparators):
-                right = self.visit(comparator)
-                if not _CMP[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.Call):
-            fname = node.func.id  # type: ignore[attr-defined]
-            if fname in ("all", "any") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
-                return FUNCTIONS[fname](self.visit(node.args[0]))
-            return FUNCTIONS[fname](*[self.visit(a) for a in node.args])
-        raise FormulaError(f"unexpected {type(node).__name__}")
+
+def _compile_binop(node: ast.BinOp) -> _Node:
+    left_of, right_of, op = _compile(node.left), _compile(node.right), _BIN[type(node.op)]
+    is_add = isinstance(node.op, ast.Add)
+
+    def binop(n, t, loc):
+        left, right = left_of(n, t, loc), right_of(n, t, loc)
+        if isinstance(left, list) or isinstance(right, list):
+            if is_add and isinstance(left, list) and isinstance(right, list):
+                if len(left) + len(right) > MAX_LIST:
+                    raise FormulaError(f"list longer than {MAX_LIST}")
+                return left + right
+            raise TypeError(f"{type(node.op).__name__} of lists")
+        return op(left, right)
+    return binop
+
+
+def _compile_compare(node: ast.Compare) -> _Node:
+    first = _compile(node.left)
+    steps = [(_CMP[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators)]
+    if len(steps) == 1:
+        (op, right_of), = steps
+        return lambda n, t, loc: op(first(n, t, loc), right_of(n, t, loc))
+
+    def chain(n, t, loc):
+        left = first(n, t, loc)
+        for op, right_of in steps:
+            right = right_of(n, t, loc)
+            if not op(left, right):
+                return False
+            left = right
+        return True
+    return chain
