@@ -58,6 +58,11 @@ class FieldSpec:
     # per item, `{array}_{slot}`, item 0 required and the others optional, present as a prefix.
     array_of: str | None = None
     slot: int | None = None
+    # one member of a struct held by value (c_type `DML_SIZE_2D`, not a pointer): the struct field's
+    # name. The spec names the field once; the model holds one scalar attribute per member,
+    # `{field}_{member}`, which expressions and `attribute_values` name; the desc struct holds them
+    # consecutively (every catalog struct member is 4 bytes, so that is the C layout).
+    member_of: str | None = None
 
     @property
     def is_tensor_array_item(self) -> bool:
@@ -347,8 +352,13 @@ class OperatorSpec:
     @property
     def struct_field_names(self) -> list[str]:
         """The desc struct's members in order, as the page and DirectML.h name them (a tensor array
-        once, not per item)."""
-        return [f.array_of or f.name for f in self.fields if f.slot in (None, 0)]
+        and a struct held by value once, not per item or member)."""
+        out: list[str] = []
+        for f in self.fields:
+            name = f.array_of or f.member_of or f.name
+            if not out or out[-1] != name:
+                out.append(name)
+        return out
 
     @cached_property
     def tensor_arrays(self) -> dict[str, list[str]]:
@@ -689,6 +699,12 @@ def array_item_name(array: str, slot: int) -> str:
     return f"{array}_{slot}"
 
 
+def member_field_name(field: str, member: str) -> str:
+    """The attribute holding member `member` of struct-by-value field `field` (DML_SIZE_2D's
+    `PooledSize` -> `PooledSize_Width`): a name expressions can read."""
+    return f"{field}_{member}"
+
+
 def _names(value: str | list[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
@@ -721,6 +737,14 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
             for slot in range(raw["max_items"]):
                 fields.append(FieldSpec(array_item_name(raw["name"], slot), raw["role"], raw["c_type"], count=raw["count"],
                                         array_of=raw["name"], slot=slot))
+                raw_index.append(index)
+            continue
+        if raw["role"] == "attribute" and raw["c_type"] in catalog.structs:  # a struct by value: one attribute per member
+            if "default" in raw or set(raw) - {"name", "role", "c_type"}:
+                raise src.error(("fields", index), f"a struct held by value ({raw['c_type']}) takes only name, role and c_type: "
+                                                   f"its members are attributes `{raw['name']}_MEMBER` (pools in attribute_values)")
+            for member, member_type in catalog.structs[raw["c_type"]]:
+                fields.append(FieldSpec(member_field_name(raw["name"], member), "attribute", member_type, member_of=raw["name"]))
                 raw_index.append(index)
             continue
         if "typed_by" in raw and raw["c_type"] != SCALAR_UNION:
@@ -757,7 +781,7 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
             elif c_type not in SCALAR_ATTRIBUTE_TYPES:
                 raise src.error(("fields", index, "c_type"), f"an attribute's c_type is one of {', '.join(SCALAR_ATTRIBUTE_TYPES)}, "
                                                              f"an enum of specs/_enums.yaml ({', '.join(sorted(catalog.enums))}) or a "
-                                                             f"pointer to a struct of specs/_structs.yaml ({', '.join(f'const {n}*' for n in sorted(catalog.structs))}); "
+                                                             f"struct of specs/_structs.yaml, by value or pointer ({', '.join(f'{n}, const {n}*' for n in sorted(catalog.structs))}); "
                                                              f"found {c_type!r}")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
                                 raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None,
