@@ -48,6 +48,62 @@ def cmd_spec_lint(args: argparse.Namespace) -> int:
     return EXIT_FAIL if errors else EXIT_OK
 
 
+def cmd_spec_check_docs(args: argparse.Namespace) -> int:
+    """Every spec whose operator has a page among the inputs, against those pages: drift (exit 1)
+    or none (exit 0); differences a spec records under docs_drift are listed, not counted."""
+    from harness.pages.collect import collect_pages
+    from harness.pages.drift import check_operator
+    from harness.pages.parse import PageError
+    from harness.pages.report import report_json, report_markdown
+    specs = _load(args)
+    try:
+        collected = collect_pages(args.pages)
+    except PageError as exc:
+        raise UsageError(str(exc)) from None
+    if not collected.pages:
+        raise UsageError(f"no operator API page among {', '.join(args.pages)}")
+    by_operator = collected.by_operator()
+    checks = [check_operator(specs.operators[name], pages) for name, pages in sorted(by_operator.items()) if name in specs.operators]
+    data = report_json(checks, sorted(set(by_operator) - set(specs.operators)),
+                       sorted(set(specs.operators) - set(by_operator)), collected.skipped,
+                       [f"{p.label}: {d}" for p in collected.pages for d in p.defects])
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(data, indent=2) if args.format == "json" else report_markdown(data))
+    return EXIT_FAIL if data["summary"]["drift"] else EXIT_OK
+
+
+def cmd_spec_import(args: argparse.Namespace) -> int:
+    """A spec skeleton per operator of the pages given (pages of one operator in several
+    languages make one skeleton); an existing file is not overwritten without --force."""
+    from harness.pages.collect import collect_pages
+    from harness.pages.parse import PageError
+    from harness.pages.skeleton import skeleton
+    from harness.spec.catalog import load_catalog
+    catalog = load_catalog(Path(args.specs_dir))
+    try:
+        collected = collect_pages(args.pages)
+    except PageError as exc:
+        raise UsageError(str(exc)) from None
+    if not collected.pages:
+        raise UsageError(f"no operator API page among {', '.join(args.pages)}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for operator, pages in sorted(collected.by_operator().items()):
+        target = out / f"{operator}.yaml"
+        if target.exists() and not args.force:
+            print(f"{target}: exists, left as it is (--force overwrites)", file=sys.stderr)
+            continue
+        target.write_text(skeleton(pages, catalog))
+        written += 1
+        print(f"{target}: from {', '.join(p.label for p in pages)}")
+    print(f"{written} skeleton(s) written; `dmlconform spec lint FILE` lists what is left to fill")
+    return EXIT_OK
+
+
 def cmd_spec_schema(args: argparse.Namespace) -> int:
     """The operator spec file's JSON Schema (draft 2020-12), for editors and other tools; the
     shipped copy is docs/spec.schema.json (a test keeps it equal to this)."""
@@ -320,6 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_spec_show)
     schema = spec_sub.add_parser("schema", help="print the JSON Schema of an operator spec file (docs/spec.schema.json)")
     schema.set_defaults(func=cmd_spec_schema)
+    imp = spec_sub.add_parser("import", help="write a spec skeleton per operator from its API page(s)")
+    imp.add_argument("pages", nargs="+", help="API pages (docs markdown or rendered text, en/fr/de) or directories of them")
+    imp.add_argument("--out", default=".", help="directory for OPERATOR.yaml files (default: the current one)")
+    imp.add_argument("--force", action="store_true", help="overwrite existing files")
+    imp.set_defaults(func=cmd_spec_import)
+    docs = spec_sub.add_parser("check-docs", help="compare every spec with its API page(s), cell by cell: exit 1 on drift")
+    docs.add_argument("pages", nargs="+", help="API pages (docs markdown or rendered text, en/fr/de) or directories of them")
+    docs.add_argument("--format", choices=["markdown", "json"], default="markdown", help="what to print (default: %(default)s)")
+    docs.add_argument("--json", default=None, help="also write the JSON report to this file")
+    docs.set_defaults(func=cmd_spec_check_docs)
     sdiff = spec_sub.add_parser("diff", help="what changed between two spec directories or git revisions")
     sdiff.add_argument("old", help="a specs directory or a git revision (e.g. HEAD~1)")
     sdiff.add_argument("new", help="a specs directory or a git revision")
@@ -389,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `dmlconform ... | head`: the reader left; nothing more to say
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":

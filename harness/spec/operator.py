@@ -329,6 +329,9 @@ class OperatorSpec:
     variant_key: str | None = field(default=None, kw_only=True)  # the enum attribute that picks the support tables
     limits: tuple[Limit, ...] = field(default=(), kw_only=True)
     data_ranges: tuple[DataRange, ...] = field(default=(), kw_only=True)
+    # differences from the API pages the spec keeps on purpose (`spec check-docs` reports them as
+    # recorded): {key, pages (languages or file names; "*" any), resolution}
+    docs_drift: tuple[dict, ...] = field(default=(), kw_only=True)
     # each fused-activation field's allowed activation specs by operator type (load_specs fills it:
     # they live in other files)
     activations: dict[str, dict[int, "OperatorSpec"]] = field(default_factory=dict, repr=False, kw_only=True)
@@ -1323,8 +1326,33 @@ def _read_data_ranges(src: SourcedYaml, data: dict, catalog: Catalog, fields: li
     return ranges
 
 
+TODO_MARK = "TODO"
+
+
+def todo_paths(data: Any, path: tuple = ()) -> list[tuple]:
+    """Key paths whose value is a string starting with TODO: what `spec import` leaves for a person."""
+    if isinstance(data, str):
+        return [path] if data.startswith(TODO_MARK) else []
+    if isinstance(data, dict):
+        return [p for k, v in data.items() for p in todo_paths(v, path + (k,))]
+    if isinstance(data, list):
+        return [p for i, v in enumerate(data) for p in todo_paths(v, path + (i,))]
+    return []
+
+
+def _check_no_todo(src: SourcedYaml) -> None:
+    """A skeleton from `spec import` is not a spec until every TODO is filled: the first one is
+    the error (file, line, key), the others are counted with their lines."""
+    left = todo_paths(src.data)
+    if left:
+        others = ", ".join(f"{'.'.join(map(str, p))} (line {src.line_of(p)})" for p in left[1:6])
+        more = f"; {len(left) - 1} more: {others}{', ...' if len(left) > 6 else ''}" if len(left) > 1 else ""
+        raise src.error(left[0], f"left to fill: {src.data_at(left[0])}{more}")
+
+
 def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     """Schema-check and meaning-check one operator file, and build its model."""
+    _check_no_todo(src)
     data = _read_document(src)
     fields, roles = _read_fields(src, data, catalog)
     support = _read_support(src, data, catalog, fields, roles)
@@ -1350,7 +1378,7 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
         comparison=comparison, attribute_values=attribute_values, examples=tuple(examples),
         sources=tuple(data["sources"]), path=src.path, catalog=catalog,
         variant_key=data.get("variant_key"), limits=tuple(limits),
-        data_ranges=tuple(data_ranges))
+        data_ranges=tuple(data_ranges), docs_drift=tuple(data.get("docs_drift", ())))
 
 
 def operator_files(specs_dir: Path) -> list[Path]:

@@ -86,6 +86,13 @@ class SourcedYaml:
             path = path[:-1]
         return self.lines.get((), 1)
 
+    def data_at(self, key_path: KeyPath) -> Any:
+        """The value at a key path of the data (the path must exist)."""
+        value = self.data
+        for key in key_path:
+            value = value[key]
+        return value
+
     def error(self, key_path: KeyPath, message: str) -> SpecError:
         return SpecError(self.path, self.line_of(key_path), tuple(key_path), message)
 
