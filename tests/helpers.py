@@ -144,3 +144,10 @@ def levels_where_tables_change(spec) -> list[str]:
         if tables[i] != tables[i - 1]:
             keep |= {LEVEL_NAMES[i - 1], LEVEL_NAMES[i]}
     return [level for level in LEVEL_NAMES if level in keep]
+
+
+def round_trip(case):
+    """A case through the case file format (YAML text) and back."""
+    import yaml
+    from harness.model.descriptor import Case
+    return Case.from_dict(yaml.safe_load(yaml.safe_dump(case.to_dict(), sort_keys=False, width=120)))

@@ -12,7 +12,6 @@ so runs see different mutations; `reachable` answers with the same search on a f
 """
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
@@ -173,7 +172,7 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
     for k in range(len(candidates)):
         what, apply = candidates[(start + k) % len(candidates)]
         for derive in (True, False):
-            x = copy.deepcopy(d)
+            x = d.clone()
             x.aliases = {}
             apply(x)
             if derive and not rederive(spec, x, keep=touched(what)):

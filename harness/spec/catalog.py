@@ -4,13 +4,15 @@ Every other module asks this catalog instead of hard-coding type widths, ranges 
 """
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 
-from harness.spec.arithmetic import ArithmeticModel, load_arithmetic
+from harness.spec.arithmetic import ARITHMETIC_FILE, ArithmeticModel, load_arithmetic
 from harness.spec.schema import DATA_TYPES_SCHEMA, ENUMS_SCHEMA, FEATURE_LEVELS_SCHEMA, STRUCTS_SCHEMA
 from harness.spec.source import SourcedYaml, SpecError, load_yaml
 
@@ -115,8 +117,26 @@ def _schema_check(src: SourcedYaml, schema: dict) -> None:
         raise src.error(tuple(first.absolute_path), first.message)
 
 
+_CATALOGS: dict[bytes, Catalog] = {}
+
+
 def load_catalog(specs_dir: Path) -> Catalog:
-    """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml`, `_enums.yaml` and `_structs.yaml`; raise SpecError on any problem."""
+    """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml`, `_enums.yaml` and
+    `_structs.yaml`; raise SpecError on any problem. One Catalog object per distinct content of
+    those files (specs built against it are memoised by that object: operator.build_file)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in (DATA_TYPES_FILE, FEATURE_LEVELS_FILE, ARITHMETIC_FILE, ENUMS_FILE, STRUCTS_FILE):
+        try:
+            digest.update(name.encode() + b"\0" + (Path(specs_dir) / name).read_bytes() + b"\0")
+        except OSError:
+            return _read_catalog(Path(specs_dir))  # load_yaml reports the missing file
+    key = digest.digest()
+    if key not in _CATALOGS:
+        _CATALOGS[key] = _read_catalog(Path(specs_dir))
+    return _CATALOGS[key]
+
+
+def _read_catalog(specs_dir: Path) -> Catalog:
     types_src = load_yaml(specs_dir / DATA_TYPES_FILE)
     _schema_check(types_src, DATA_TYPES_SCHEMA)
     levels_src = load_yaml(specs_dir / FEATURE_LEVELS_FILE)

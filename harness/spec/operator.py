@@ -6,6 +6,7 @@ problem of a file with a `file:line: key.path: message` error; `lint_specs` coll
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import replace, dataclass, field
 from functools import cached_property
@@ -1386,6 +1387,31 @@ def operator_files(specs_dir: Path) -> list[Path]:
     return sorted(p for p in Path(specs_dir).glob("*.yaml") if not p.name.startswith("_"))
 
 
+_BUILT: dict[tuple, OperatorSpec] = {}
+_BUILT_MAX = 2048
+
+
+def build_file(path: Path, catalog: Catalog) -> OperatorSpec:
+    """build_operator of one file, memoised on the file's name and bytes and the catalog object
+    (load_catalog returns one object per distinct catalog content): linting or loading a copy of
+    a directory in which one file changed rebuilds that file only. Each call returns a new
+    OperatorSpec (its own path, an empty `activations` for load_specs to fill), sharing the parsed
+    fields, tables and expressions, which nothing changes after loading."""
+    path = Path(path)
+    try:
+        key = (path.name, hashlib.blake2b(path.read_bytes(), digest_size=16).digest(), id(catalog))
+    except OSError:
+        key = None
+    hit = _BUILT.get(key) if key is not None else None
+    if hit is None or hit.catalog is not catalog:
+        hit = build_operator(load_yaml(path), catalog)
+        if key is not None:
+            if len(_BUILT) >= _BUILT_MAX:
+                _BUILT.clear()
+            _BUILT[key] = hit
+    return replace(hit, path=path, activations={})
+
+
 def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
     """Load every spec of a directory; raise the first SpecError."""
     specs_dir = Path(specs_dir)
@@ -1393,7 +1419,7 @@ def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
     operators: dict[str, OperatorSpec] = {}
     types_seen: dict[int, Path] = {}
     for path in operator_files(specs_dir):
-        spec = build_operator(load_yaml(path), catalog)
+        spec = build_file(path, catalog)
         if spec.operator_type in types_seen:
             raise SpecError(path, None, ("operator_type",), f"operator_type {spec.operator_type} is also used by {types_seen[spec.operator_type].name}")
         types_seen[spec.operator_type] = path
@@ -1453,7 +1479,7 @@ def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
     built: dict[str, OperatorSpec] = {}
     for path in paths:
         try:
-            spec = build_operator(load_yaml(path), catalog)
+            spec = build_file(path, catalog)
             built[spec.name] = spec
         except SpecError as exc:
             errors.append(exc)
@@ -1461,7 +1487,7 @@ def lint_specs(paths: list[Path], specs_dir: Path) -> list[SpecError]:
     broken: set[str] = set()
     for path in operator_files(specs_dir):
         try:
-            other = build_operator(load_yaml(path), catalog)
+            other = build_file(path, catalog)
             others[other.name] = other
         except SpecError:
             broken.add(path.stem)  # reported when that file is linted

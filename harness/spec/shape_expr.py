@@ -219,7 +219,7 @@ def _compile(node: ast.AST) -> _Node:
     if isinstance(node, ast.Attribute):
         tensor, fact = node.value.id, node.attr  # type: ignore[attr-defined]
 
-        def read_fact(n, t, loc):
+        def read_fact(n: dict, t: dict, loc: dict) -> Any:
             facts = t.get(tensor)
             if facts is None:
                 raise _Undefined(f"{tensor} is not described")
@@ -233,7 +233,7 @@ def _compile(node: ast.AST) -> _Node:
     if isinstance(node, ast.Subscript):
         seq_of, index_of = _compile(node.value), _compile(node.slice)
 
-        def subscript(n, t, loc):
+        def subscript(n: dict, t: dict, loc: dict) -> Any:
             seq, index = seq_of(n, t, loc), index_of(n, t, loc)
             if not isinstance(seq, list) or not isinstance(index, int) or not -len(seq) <= index < len(seq):
                 raise _Undefined(f"index {index!r} outside {seq!r}")
@@ -269,7 +269,7 @@ def _compile(node: ast.AST) -> _Node:
 def _compile_name(name: str) -> _Node:
     """A name reads a comprehension variable first, then the caller's names; `free` and the
     function names are not values."""
-    def lookup(n, t, loc):
+    def lookup(n: dict, t: dict, loc: dict) -> Any:
         if name in loc:
             return loc[name]
         if name in n:
@@ -290,7 +290,7 @@ def _compile_comprehension(node: ast.ListComp | ast.GeneratorExp) -> _Node:
     values_of, element = _compile(gen.iter), _compile(node.elt)
     conditions = [_compile(c) for c in gen.ifs]
 
-    def comprehension(n, t, loc):
+    def comprehension(n: dict, t: dict, loc: dict) -> Any:
         values = values_of(n, t, loc)
         if not isinstance(values, list):
             raise TypeError(f"cannot iterate over {values!r}")
@@ -307,8 +307,10 @@ def _compile_binop(node: ast.BinOp) -> _Node:
     left_of, right_of, op = _compile(node.left), _compile(node.right), _BIN[type(node.op)]
     is_add = isinstance(node.op, ast.Add)
 
-    def binop(n, t, loc):
+    def binop(n: dict, t: dict, loc: dict) -> Any:
         left, right = left_of(n, t, loc), right_of(n, t, loc)
+        if type(left) is int and type(right) is int:  # the common case, first
+            return op(left, right)
         if isinstance(left, list) or isinstance(right, list):
             if is_add and isinstance(left, list) and isinstance(right, list):
                 if len(left) + len(right) > MAX_LIST:
@@ -326,7 +328,7 @@ def _compile_compare(node: ast.Compare) -> _Node:
         (op, right_of), = steps
         return lambda n, t, loc: op(first(n, t, loc), right_of(n, t, loc))
 
-    def chain(n, t, loc):
+    def chain(n: dict, t: dict, loc: dict) -> Any:
         left = first(n, t, loc)
         for op, right_of in steps:
             right = right_of(n, t, loc)

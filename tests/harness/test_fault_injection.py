@@ -179,7 +179,10 @@ def _wait_for_records(results: Path, proc: subprocess.Popen, timeout: float = 12
 
 
 def test_interrupted_run_fails_the_gate(tmp_path):
-    proc = subprocess.Popen([*CLI, "run", "--backend", "numpy", "--workers", "2", "--reports-dir", str(tmp_path)],
+    # many examples of two operators: the run is surely still going when its first record is
+    # written (a whole ci-profile run can finish within a loaded machine's polling gap)
+    proc = subprocess.Popen([*CLI, "run", "--backend", "numpy", "--operator", "ELEMENT_WISE_SIGN", "--operator", "ELEMENT_WISE_ADD",
+                             "--max-examples", "500", "--workers", "2", "--reports-dir", str(tmp_path)],
                             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     _wait_for_records(tmp_path / "results", proc)
