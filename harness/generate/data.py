@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, level_facts, tensor_facts
+from harness.model.facts import expression_scope, level_facts
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
@@ -152,7 +152,7 @@ def _in_force(entries: Iterable[Any], descriptor: Descriptor, views: dict[str, n
 
 def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> None:
     """Bring the inputs within the spec's generation.limits, in place (logical elements only)."""
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     for limit, desc in _in_force(spec.limits, descriptor, views, names, facts):
         bits = limit.bits.evaluate(names, facts)
         if isinstance(bits, bool) or not isinstance(bits, int):
@@ -196,8 +196,8 @@ def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
     """Bring the inputs within the spec's generation.data_ranges, in place (logical elements only),
     then put a few values just outside the range in a share (`outside`) of the data sets: the page
     leaves their outputs open but says what must not happen (a failure), which a run checks."""
-    names = {**attribute_names(spec, descriptor.attributes), **level_facts(spec.catalog, level)}
-    facts = tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
+    names = {**names, **level_facts(spec.catalog, level)}
     for entry, desc in _in_force(spec.data_ranges, descriptor, views, names, facts):
         low, high = entry.low.evaluate(names, facts), entry.high.evaluate(names, facts)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low > high:

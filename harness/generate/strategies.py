@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import expression_scope
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.spec.shape_expr import is_free
@@ -222,7 +222,7 @@ def dependent_values(spec: OperatorSpec, partial: Descriptor, one: Callable[[lis
     out: dict[str, Any] = {}
     for f in _dependent_order(spec):
         pool = spec.attribute_values[f.name]
-        names, facts = attribute_names(spec, {**partial.attributes, **out}), tensor_facts(partial, spec.catalog)
+        names, facts = expression_scope(spec, partial, {**partial.attributes, **out})
         if "one_of" in pool:
             out[f.name] = float(one(pool["one_of"].evaluate(names, facts) or []))
         elif "subset_of" in pool:
@@ -270,7 +270,7 @@ def derive_sizes(spec: OperatorSpec, descriptor: Descriptor, tensor: str) -> lis
     none); a position the rule leaves `free` is FREE, for the caller to fill."""
     for c in spec.shape_rules:
         if c.tensors[0] == tensor and c.sizes is not None:
-            sizes = c.sizes.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog))
+            sizes = c.sizes.evaluate(*expression_scope(spec, descriptor))
             if isinstance(sizes, list) and sizes and all(is_free(v) or (isinstance(v, int) and v >= 0) for v in sizes):
                 return sizes
             raise ValueError(f"{spec.name}: shape rule {c.id} gives {sizes!r} for {tensor}")

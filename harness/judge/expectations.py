@@ -108,9 +108,9 @@ def _holds(expr: ShapeExpr, expected: "Expected") -> bool:
 
 def descriptor_holds(expr: ShapeExpr, spec: "OperatorSpec", descriptor: "Descriptor") -> bool:
     """Whether an expectation's descriptor_when holds for `descriptor` of operator `spec`."""
-    from harness.model.facts import attribute_names, tensor_facts
+    from harness.model.facts import expression_scope
     try:
-        return bool(expr.evaluate(attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)))
+        return bool(expr.evaluate(*expression_scope(spec, descriptor)))
     except FormulaError:  # an expression that does not fit this descriptor does not explain it
         return False
 

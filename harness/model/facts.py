@@ -40,6 +40,19 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
     return names
 
 
+def expression_scope(spec: OperatorSpec, descriptor: Descriptor, attributes: dict[str, Any] | None = None
+                     ) -> tuple[dict[str, Any], dict[str, TensorFacts]]:
+    """What a shape or constraint expression sees of a descriptor: attributes and enum members by
+    name (attribute_names; `attributes` overrides the descriptor's), each tensor's facts
+    (tensor_facts), and each tensor array by its name as the list of its present items' facts, so
+    a rule can loop over the items: `sum(t.Sizes[Axis] for t in InputTensors)`."""
+    names = attribute_names(spec, descriptor.attributes if attributes is None else attributes)
+    facts = tensor_facts(descriptor, spec.catalog)
+    for array, items in spec.tensor_arrays.items():
+        names[array] = [facts[item] for item in items if item in facts and facts[item].sizes is not None]
+    return names, facts
+
+
 def level_facts(catalog: Catalog, level: str | None) -> dict[str, int]:
     """The case's feature level as data-range expressions read it (`FeatureLevel`, its
     DML_FEATURE_LEVEL value) and every level of the catalog as `FL_X_Y`, so that a range can say

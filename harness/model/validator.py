@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from harness.spec.catalog import Catalog
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import attribute_names, expression_scope
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.operator import OperatorSpec, SpecSet
@@ -132,7 +132,7 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
     rules = [c for c in spec.constraints if c.rule in ("expression", "shape")]
     if not rules:
         return []
-    names, tensors = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, tensors = expression_scope(spec, descriptor)
     malformed = {n for n, t in descriptor.tensors.items() if _malformed(t)}
     # an enum field holding no member: attribute.enum_value is the rule broken; a relation over it says nothing
     malformed |= {f.name for f in spec.attribute_fields if f.enum is not None

@@ -144,6 +144,7 @@ class Constraint:
     guard: ShapeExpr | None = None   # an expression `when`: the rule is in force only where it holds
     bound: str | None = None         # rule shape with bound 'upper': each size from 1 up to `sizes`
     _tensor_names: tuple[str, ...] = ()  # every tensor field of the operator (what `reads` looks for)
+    _arrays: tuple[tuple[str, tuple[str, ...]], ...] = ()  # each tensor array and its items (a loop reads them all)
 
     @property
     def rule_id(self) -> str:
@@ -153,7 +154,8 @@ class Constraint:
     def reads(self) -> frozenset[str]:
         """The tensor fields an expression or shape rule reads (its target included)."""
         texts = " ".join(e.text for e in (self.check, self.sizes, self.guard) if e is not None)
-        return frozenset(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts}
+        looped = {item for array, items in self._arrays if array in self.expression_names for item in items}
+        return frozenset(self.tensors) | {name for name in self._tensor_names if f"{name}." in texts} | looped
 
     @cached_property
     def expression_names(self) -> frozenset[str]:
@@ -949,11 +951,12 @@ def _read_in_place(src: SourcedYaml, data: dict, roles: _Roles) -> tuple[tuple[s
 
 def shape_names(fields: list[FieldSpec] | tuple[FieldSpec, ...]) -> set[str]:
     """The names a shape or constraint expression may read: every attribute field (scalars, arrays,
-    count fields) and every enum member. A tensor array's count field is not one: its value is the
-    number of items present (`T_k.present` says which)."""
+    count fields), every enum member, and every tensor array (the list of its present items, to
+    loop over: `all(t.DimensionCount == 4 for t in InputTensors)`). A tensor array's count field
+    is not one: its value is the number of items present (`len(InputTensors)`, or `T_k.present`)."""
     arrays = tensor_arrays(fields)
     return ({f.name for f in fields if f.role == "attribute" and f.struct is None and not set(f.count_of or ()) & set(arrays)}
-            | set(enum_members(list(fields))))
+            | set(enum_members(list(fields))) | set(arrays))  # a tensor array: the list of its present items
 
 
 def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec], roles: _Roles,
@@ -977,7 +980,7 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
         check = _shape_expr(src, path + ("expression",), raw["expression"], fields, roles)
         named = tuple(sorted(t for t in roles.tensors if f"{t}." in raw["expression"]))
         return Constraint(raw["id"], "expression", named, (), None, raw["text"], check=check, guard=guard,
-                          _tensor_names=tuple(sorted(roles.tensors)))
+                          _tensor_names=tuple(sorted(roles.tensors)), _arrays=_array_items(fields))
     if "sizes" not in raw or "tensor" not in raw or "expression" in raw:
         raise src.error(path, "rule shape needs 'tensor' and 'sizes' (and no 'expression')")
     if raw["tensor"] not in roles.tensors:
@@ -985,8 +988,15 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
     sizes = _shape_expr(src, path + ("sizes",), raw["sizes"], fields, roles)
     if f"{raw['tensor']}." in raw["sizes"]:
         raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on {raw['tensor']} itself")
+    looped = {item for array, items in _array_items(fields) if array in sizes.names() for item in items}
+    if raw["tensor"] in looped:
+        raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on its own tensor array")
     return Constraint(raw["id"], "shape", (raw["tensor"],), (), None, raw["text"], sizes=sizes, guard=guard, bound=raw.get("bound"),
-                      _tensor_names=tuple(sorted(roles.tensors)))
+                      _tensor_names=tuple(sorted(roles.tensors)), _arrays=_array_items(fields))
+
+
+def _array_items(fields: list[FieldSpec]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((array, tuple(items)) for array, items in tensor_arrays(fields).items())
 
 
 def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles,

@@ -166,9 +166,10 @@ def _check(node: ast.AST, names: set[str], tensors: set[str], local: set[str]) -
         if node.id not in names | local | set(FUNCTIONS) | {"True", "False", FREE_NAME}:
             raise FormulaError(f"unknown name {node.id!r}; known: {', '.join(sorted(names | local))}")
         return
-    if isinstance(node, ast.Attribute):
-        if not (isinstance(node.value, ast.Name) and node.value.id in tensors and node.attr in TENSOR_FACTS):
-            raise FormulaError(f"only T.{', T.'.join(TENSOR_FACTS)} of a tensor field T may be read, found {ast.unparse(node)!r}")
+    if isinstance(node, ast.Attribute):  # a tensor field's facts, or an item's of a tensor array looped over
+        if not (isinstance(node.value, ast.Name) and node.value.id in tensors | local and node.attr in TENSOR_FACTS):
+            raise FormulaError(f"only T.{', T.'.join(TENSOR_FACTS)} of a tensor field T (or of a tensor array's item "
+                               f"in a loop) may be read, found {ast.unparse(node)!r}")
         return
     if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
         if len(node.generators) != 1 or node.generators[0].is_async or not isinstance(node.generators[0].target, ast.Name):
@@ -220,8 +221,10 @@ def _compile(node: ast.AST) -> _Node:
         tensor, fact = node.value.id, node.attr  # type: ignore[attr-defined]
 
         def read_fact(n: dict, t: dict, loc: dict) -> Any:
-            facts = t.get(tensor)
-            if facts is None:
+            facts = loc.get(tensor) if tensor in loc else t.get(tensor)  # a loop variable shadows a field
+            if not isinstance(facts, TensorFacts):
+                if tensor in loc:
+                    raise TypeError(f"{tensor} is {facts!r}, not a tensor (loop over a tensor array to read {fact})")
                 raise _Undefined(f"{tensor} is not described")
             return facts.fact(fact)
         return read_fact

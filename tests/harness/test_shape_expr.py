@@ -75,3 +75,26 @@ def test_free_is_a_position_of_any_size_and_not_a_number():
     assert "free" not in parse_shape_expr("[free, Axis]", NAMES, TENSORS).names()
     with pytest.raises(FormulaError):
         value("free + 1")
+
+
+# --- a loop over a tensor array's present items (its name holds their facts) ----------------------
+
+ITEMS = [TensorFacts((2, 3)), TensorFacts((2, 5)), TensorFacts((2, 1))]
+
+
+@pytest.mark.parametrize("text, want", [
+    ("sum(t.Sizes[1] for t in Items)", 9),  # 3 + 5 + 1, by hand
+    ("len(Items)", 3),
+    ("all(t.DimensionCount == 2 for t in Items)", True),
+    ("[t.Sizes[0] for t in Items if t.Sizes[1] > 2]", [2, 2]),
+])
+def test_a_loop_over_tensor_array_items(text, want):
+    expr = parse_shape_expr(text, NAMES | {"Items"}, TENSORS)
+    assert expr.evaluate({"Items": ITEMS}, {}) == want
+
+
+def test_only_a_loop_variable_or_a_tensor_field_has_facts():
+    with pytest.raises(FormulaError, match="tensor array's item"):
+        parse_shape_expr("Items.Sizes", NAMES | {"Items"}, TENSORS)  # the array itself is a list, not a tensor
+    with pytest.raises(FormulaError, match="not a tensor"):
+        parse_shape_expr("sum(a.Sizes[0] for a in Axes)", NAMES, TENSORS).evaluate({"Axes": [0, 1]}, {})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, scalar_union, tensor_facts
+from harness.model.facts import attribute_names, expression_scope, scalar_union
 from harness.reference.families import FamilyResult
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
@@ -57,7 +57,7 @@ def _pad_index(count: int, start: int, n: int, rule: str) -> tuple[np.ndarray, n
 def _pad(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, out_shape: list[int], out_numpy) -> np.ndarray:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     rules = [r for r in ("constant", "edge", "reflection", "symmetric") if family.expression(r).evaluate(names, facts)]  # type: ignore[union-attr]
     rule = rules[0] if rules else "constant"  # no rule in force: the spec's unspecified rules say so
     start = list(names[family.params["start"]])

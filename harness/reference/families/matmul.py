@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import expression_scope
 from harness.reference.families import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
@@ -45,7 +45,7 @@ def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     read as zeros of their sign, as a D3D device may read them)."""
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     if flush:
         inputs = {var: _flushed(value) for var, value in inputs.items()}
     a = _operand(spec, inputs, family.params["a"])

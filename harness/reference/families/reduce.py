@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import attribute_names, expression_scope
 from harness.reference.families import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
@@ -272,7 +272,7 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, x: np.nda
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     axes = list(names[family.params["axes"]])
     last_expr = family.expression("last_on_ties")
     last = bool(last_expr.evaluate(names, facts)) if last_expr is not None else False

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import expression_scope
 from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
 from harness.spec.operator import OperatorSpec
@@ -36,7 +36,7 @@ def _top_k(x: np.ndarray, axis: int, k: int, largest: bool) -> tuple[np.ndarray,
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     axis, k = int(names[family.params["axis"]]), int(names[family.params["k"]])
     largest_expr = family.expression("largest")
     largest = bool(largest_expr.evaluate(names, facts)) if largest_expr is not None else True

@@ -28,7 +28,7 @@ from math import prod
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, tensor_facts
+from harness.model.facts import expression_scope
 from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
 from harness.reference.families.windowing import Window, past_reach, window_positions
@@ -87,7 +87,7 @@ def _masked_dot(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> tuple[np.nda
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    names, facts = attribute_names(spec, descriptor.attributes), tensor_facts(descriptor, spec.catalog)
+    names, facts = expression_scope(spec, descriptor)
     p = family.params
     transposed = bool(family.expression("transposed").evaluate(names, facts))  # type: ignore[union-attr]
     flip = bool(family.expression("flip").evaluate(names, facts))  # type: ignore[union-attr]
