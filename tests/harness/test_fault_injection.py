@@ -178,13 +178,19 @@ def _wait_for_records(results: Path, proc: subprocess.Popen, timeout: float = 12
     pytest.fail("no record within the timeout")
 
 
+def _default_sigint() -> None:
+    """Ctrl-C's default action in the child: a suite started in the background by a
+    non-interactive shell inherits SIGINT ignored, and Python then keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupted_run_fails_the_gate(tmp_path):
     # many examples of two operators: the run is surely still going when its first record is
     # written (a whole ci-profile run can finish within a loaded machine's polling gap)
     proc = subprocess.Popen([*CLI, "run", "--backend", "numpy", "--operator", "ELEMENT_WISE_SIGN", "--operator", "ELEMENT_WISE_ADD",
                              "--max-examples", "500", "--workers", "2", "--reports-dir", str(tmp_path)],
                             cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
     _wait_for_records(tmp_path / "results", proc)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
     out, err = proc.communicate(timeout=120)

@@ -66,7 +66,10 @@ def test_invalid_cases_break_exactly_their_rule(op):
                 # well-formed as built and after a trip through the case file format (what
                 # test_hostile_cases checks of valid cases; the invalid ones are drawn once, here)
                 check_case(case, spec)
-                check_case(round_trip(case), spec)
+                if not tripped:  # through the case file format once per rule (YAML of the data is slow)
+                    check_case(round_trip(case), spec)
+                    tripped.append(rule)
+            tripped: list[str] = []
             check()
             reached.add(rule)
     assert set(candidate_rules(spec)) - reached == _unreachable_rules(spec)
