@@ -210,3 +210,41 @@ def test_killed_xdist_worker_fails_the_gate_and_names_the_cell(tmp_path):
     assert "incomplete run: 1 of 2 cells have results; their tests ended without finishing" in gate.stdout
     unfinished = [line for line in gate.stdout.splitlines() if line.strip().startswith("unfinished: ")]
     assert len(unfinished) == 1 and unfinished[0].endswith("::test_valid[ELEMENT_WISE_BIT_NOT-FL6.4-UINT8-broken-kills-worker]")
+
+
+class _CrashingDevice:
+    """A device (not the reference) whose every run crashes like DirectML's null-tensor
+    dereference; it counts the runs."""
+    name = "directml"
+
+    def __init__(self, reason: str) -> None:
+        self.runs, self.reason = 0, reason
+
+    def capabilities(self):
+        from harness.model.backend import Capabilities
+        return Capabilities(max_feature_level="6.4", validates_descriptors=True)
+
+    def run(self, case):
+        from harness.model.backend import Crashed
+        self.runs += 1
+        return Crashed(self.reason)
+
+
+def test_a_crash_an_expectation_explains_is_not_rerun():
+    """DirectML's known null-tensor crashes: the one run is the observation (the expectation's
+    probe runs every time too); an unexplained crash is still run twice (flaky or repeatable)."""
+    from harness.judge.expectations import probe_case
+    from harness.run.registry import expectations_for
+    expectations = expectations_for("directml")
+    item = next(i for i in expectations.items if i.id == "dml-split-null-input-crash")
+    spec = SPECS.operator("SPLIT")
+    case = probe_case(item, SPECS, "6.4")
+    known = _CrashingDevice("page fault on read access to 0000000000000008")
+    outcome = run_case(known, spec, case, "invalid", expectations=expectations)
+    assert known.runs == 1 and outcome.status == "expected-divergence" and outcome.record.expectation == item.id
+    unknown = _CrashingDevice("access violation somewhere else")
+    outcome = run_case(unknown, spec, case, "invalid", expectations=expectations)
+    assert unknown.runs == 2 and outcome.status == "crashed"
+    without = _CrashingDevice("page fault on read access to 0000000000000008")
+    run_case(without, spec, case, "invalid")
+    assert without.runs == 2
