@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--operator", action="append", help="operators (default: every operator with expression or shape rules)")
     args = parser.parse_args()
     specs = load_specs(DEFAULT_SPECS_DIR)
-    level = specs.catalog.newest_level().name
+    level = specs.catalog.newest_level.name
     chosen = args.operator or sorted(n for n, s in specs.operators.items() if any(c.rule in ("expression", "shape") for c in s.constraints))
     print(f"{'operator':<30} {'rules':>5} {'invalid cases/s':>16} {'validate/s':>11}")
     for name in chosen:

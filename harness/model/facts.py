@@ -58,7 +58,7 @@ def level_facts(catalog: Catalog, level: str | None) -> dict[str, int]:
     DML_FEATURE_LEVEL value) and every level of the catalog as `FL_X_Y`, so that a range can say
     "from FL 3.0" (`FeatureLevel >= FL_3_0`). No level: the newest (what a device reports)."""
     names = {level_constant(fl.name): fl.enum for fl in catalog.levels}
-    names[FEATURE_LEVEL_NAME] = catalog.level(level).enum if level is not None else catalog.newest_level().enum
+    names[FEATURE_LEVEL_NAME] = catalog.level(level).enum if level is not None else catalog.newest_level.enum
     return names
 
 

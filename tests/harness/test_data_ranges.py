@@ -110,3 +110,11 @@ def test_an_unsigned_index_beyond_int64_is_out_of_range():
 def test_negative_indices_count_from_the_end(level, indices):
     case = _case(indices)
     assert expected_for(GATHER, case).outputs["OutputTensor"].tolist() == [[7, 8], [1, 2]]
+
+
+def test_no_level_reads_as_the_newest():
+    """`FeatureLevel` without a case level is the newest level's DML_FEATURE_LEVEL value (what a
+    device reports); this path once called the catalog's property as a function."""
+    from harness.model.facts import level_facts
+    facts = level_facts(SPECS.catalog, None)
+    assert facts["FeatureLevel"] == SPECS.catalog.newest_level.enum == facts["FL_6_4"]
