@@ -48,20 +48,27 @@ def cmd_spec_lint(args: argparse.Namespace) -> int:
     return EXIT_FAIL if errors else EXIT_OK
 
 
-def cmd_spec_check_docs(args: argparse.Namespace) -> int:
-    """Every spec whose operator has a page among the inputs, against those pages: drift (exit 1)
-    or none (exit 0); differences a spec records under docs_drift are listed, not counted."""
-    from harness.pages.collect import collect_pages
-    from harness.pages.drift import check_operator
+def _pages(paths: list[str]):
+    """The operator pages among `paths` (harness.pages.collect); a missing path, a named file that
+    is no operator page, or no page at all is a usage error."""
+    from harness.pages.collect import Collected, collect_pages
     from harness.pages.parse import PageError
-    from harness.pages.report import report_json, report_markdown
-    specs = _load(args)
     try:
-        collected = collect_pages(args.pages)
+        collected: Collected = collect_pages(paths)
     except PageError as exc:
         raise UsageError(str(exc)) from None
     if not collected.pages:
-        raise UsageError(f"no operator API page among {', '.join(args.pages)}")
+        raise UsageError(f"no operator API page among {', '.join(paths)}")
+    return collected
+
+
+def cmd_spec_check_docs(args: argparse.Namespace) -> int:
+    """Every spec whose operator has a page among the inputs, against those pages: drift (exit 1)
+    or none (exit 0); differences a spec records under docs_drift are listed, not counted."""
+    from harness.pages.drift import check_operator
+    from harness.pages.report import report_json, report_markdown
+    specs = _load(args)
+    collected = _pages(args.pages)
     by_operator = collected.by_operator()
     checks = [check_operator(specs.operators[name], pages) for name, pages in sorted(by_operator.items()) if name in specs.operators]
     data = report_json(checks, sorted(set(by_operator) - set(specs.operators)),
@@ -76,17 +83,10 @@ def cmd_spec_check_docs(args: argparse.Namespace) -> int:
 def cmd_spec_import(args: argparse.Namespace) -> int:
     """A spec skeleton per operator of the pages given (pages of one operator in several
     languages make one skeleton); an existing file is not overwritten without --force."""
-    from harness.pages.collect import collect_pages
-    from harness.pages.parse import PageError
     from harness.pages.skeleton import skeleton
     from harness.spec.catalog import load_catalog
     catalog = load_catalog(Path(args.specs_dir))
-    try:
-        collected = collect_pages(args.pages)
-    except PageError as exc:
-        raise UsageError(str(exc)) from None
-    if not collected.pages:
-        raise UsageError(f"no operator API page among {', '.join(args.pages)}")
+    collected = _pages(args.pages)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a directory")
