@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="the conformance run (pytest suite) with reports; extra args go to pytest")
     run.add_argument("--backend", action="append", help="backend (repeatable; default: numpy, onnxruntime)")
-    run.add_argument("--feature-level", action="append", help="feature level(s) to generate at (default: each backend's own)")
+    run.add_argument("--feature-level", action="append", help="feature level(s) to generate at, or ladder (each level where an operator's tables change, up to the device's own) or own (default: each backend's own)")
     run.add_argument("--operator", action="append", help="operator(s) (default: all)")
     run.add_argument("--dtype", action="append", help="primary input data type(s) (default: all)")
     run.add_argument("--max-examples", type=int, help="Hypothesis examples per test")

@@ -10,6 +10,10 @@ from typing import Iterable
 
 from harness.spec.operator import SpecSet
 
+# --feature-level keywords (beside level names): `own` (each backend at its own level: the default),
+# `ladder` (every level where an operator's tables change, up to a device's own level)
+LEVEL_KEYWORDS = ("own", "ladder")
+
 
 def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backends: Iterable[str] = (),
                    levels: Iterable[str] = (), operators: Iterable[str] = (), dtypes: Iterable[str] = (),
@@ -20,9 +24,12 @@ def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backen
         if name not in known:
             return f"--backend {name!r}: installed backends: {', '.join(known)}"
     allowed_levels = [level.name for level in specs.catalog.levels]
+    levels = list(levels)
     for level in levels:
-        if level not in allowed_levels:
-            return f"--feature-level {level!r}: allowed: {', '.join(allowed_levels)}"
+        if level not in allowed_levels and level not in LEVEL_KEYWORDS:
+            return f"--feature-level {level!r}: allowed: {', '.join(allowed_levels)}, or {' or '.join(LEVEL_KEYWORDS)}"
+    if len(levels) > 1 and set(levels) & set(LEVEL_KEYWORDS):
+        return f"--feature-level {' '.join(sorted(set(levels) & set(LEVEL_KEYWORDS)))}: a keyword stands alone (not with other levels)"
     for op in operators:
         if op not in specs.operators:
             return f"--operator {op!r}: allowed: {', '.join(sorted(specs.operators))}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.spec.operator import SpecSet
+    from harness.spec.operator import OperatorSpec, SpecSet
 
 import uuid
 from pathlib import Path
@@ -53,7 +53,7 @@ def _default_specs():
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dmlconform", "DirectML conformance")
     group.addoption("--backend", action="append", default=None, help=f"backend to test (repeatable; default: {', '.join(DEFAULT_BACKENDS)})")
-    group.addoption("--feature-level", action="append", default=None, help="feature level(s) to generate cases at (default: each backend's own level)")
+    group.addoption("--feature-level", action="append", default=None, help="feature level(s) to generate cases at, or `ladder` (each level where an operator's tables change, up to the device's own) or `own` (default: each backend's own level)")
     group.addoption("--operator", action="append", default=None, help="operator(s) to test (default: all)")
     group.addoption("--dtype", action="append", default=None, help="data type(s) of the primary input (default: all in the table)")
     group.addoption("--max-examples", type=int, default=None, help="Hypothesis examples per test (default: the profile's)")
@@ -324,19 +324,24 @@ def specs(request: pytest.FixtureRequest) -> SpecSet:
 
 # --- parametrization of the conformance tests, from the specs and the options -----------------
 
-def _levels_for(config, backend_name: str) -> list[tuple[str, str | None]]:
-    """(level, skip reason or None) to test for a backend."""
+def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> list[tuple[str, str | None]]:
+    """(level, skip reason or None) to test for a backend (and an operator): its own level by
+    default (`own`); with `ladder`, each level where the operator's tables change, up to the
+    device's own (a device judges every descriptor at its own level: one valid at a lower level
+    must be accepted); else the levels asked for, those above the device's skipped."""
     specs = config.dml_specs
     backend = config.dml_backends.get(backend_name)
-    requested = config.getoption("feature_level")
-    if backend is None:
-        return [(lvl, None) for lvl in (requested or [specs.catalog.newest_level.name])]
-    own = device_level(backend, specs)
-    if not requested:
-        return [(own, None)]
+    requested = config.getoption("feature_level") or ["own"]
+    own = device_level(backend, specs) if backend is not None else specs.catalog.newest_level.name
+    if requested == ["own"] or (requested == ["ladder"] and spec is None):
+        return [(own, None)]  # sweeps stay at the own level: the newest tables hold every type an older one does
+    if requested == ["ladder"]:
+        assert spec is not None
+        return [(lvl, None) for lvl in spec.table_change_levels
+                if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
     out = []
     for lvl in requested:
-        if specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
+        if backend is not None and specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
             out.append((lvl, f"device maximum feature level is {own}, below {lvl}"))
         else:
             out.append((lvl, None))
@@ -367,8 +372,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     if "valid_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
-            for level, skip in _levels_for(config, backend):
-                for spec in _operators(config):
+            for spec in _operators(config):
+                for level, skip in _levels_for(config, backend, spec):
                     if not spec.has_table_at(level):
                         continue
                     types = sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)},
@@ -381,8 +386,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("valid_cell", params)
     elif "invalid_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
-            for level, skip in _levels_for(config, backend):
-                for spec in _operators(config):
+            for spec in _operators(config):
+                for level, skip in _levels_for(config, backend, spec):
                     if not spec.has_table_at(level) and not rule_reachable(spec, level, "operator.unavailable"):
                         continue
                     for rule in candidate_rules(spec):

@@ -450,6 +450,20 @@ class OperatorSpec:
         """Every variant group's table in force at `level`, in spec order (groups with none left out)."""
         return [t for t in (self._newest(level, g) for g in self.variant_groups) if t is not None]
 
+    @cached_property
+    def table_change_levels(self) -> tuple[str, ...]:
+        """The first and newest levels, each level where the tables in force change, and the level
+        just before each change (where a level-gated rule breaks): between two of these the
+        validator judges every descriptor alike, so testing the others only repeats them (the
+        `--feature-level ladder` of a run; the generator tests' levels)."""
+        names = [lvl.name for lvl in self.catalog.levels]
+        keep = {names[0], names[-1]}
+        tables = [tuple(id(t) for t in self.tables_at(level)) for level in names]
+        for i in range(1, len(names)):
+            if tables[i] != tables[i - 1]:
+                keep |= {names[i - 1], names[i]}
+        return tuple(level for level in names if level in keep)
+
     def has_table_at(self, level: str) -> bool:
         """Whether the operator is available at `level`: some variant group has a table there."""
         return bool(self.tables_at(level))
