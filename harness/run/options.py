@@ -10,9 +10,10 @@ from typing import Iterable
 
 from harness.spec.operator import SpecSet
 
-# --feature-level keywords (beside level names): `own` (each backend at its own level: the default),
-# `ladder` (every level where an operator's tables change, up to a device's own level)
-LEVEL_KEYWORDS = ("own", "ladder")
+# --feature-level keywords (beside level names): `own` (each backend at its own level), `newest`
+# (the newest level of the catalog), `ladder` (every level where an operator's tables change, up to
+# a device's own level)
+LEVEL_KEYWORDS = ("own", "newest", "ladder")
 
 
 def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backends: Iterable[str] = (),

@@ -326,9 +326,11 @@ def specs(request: pytest.FixtureRequest) -> SpecSet:
 
 def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> list[tuple[str, str | None]]:
     """(level, skip reason or None) to test for a backend (and an operator): its own level by
-    default (`own`); with `ladder`, each level where the operator's tables change, up to the
-    device's own (a device judges every descriptor at its own level: one valid at a lower level
-    must be accepted); else the levels asked for, those above the device's skipped."""
+    default (`own`); with `ladder`, for a backend that validates descriptors (the reference, a
+    device), each level where the operator's tables change, up to the device's own (a device
+    judges every descriptor at its own level: one valid at a lower level must be accepted), and
+    for one that does not (ONNX Runtime) its own level; else the levels asked for, those above
+    the device's skipped."""
     specs = config.dml_specs
     backend = config.dml_backends.get(backend_name)
     requested = config.getoption("feature_level") or ["own"]
@@ -337,10 +339,12 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> 
         return [(own, None)]  # sweeps stay at the own level: the newest tables hold every type an older one does
     if requested == ["ladder"]:
         assert spec is not None
+        if backend is not None and not backend.capabilities().validates_descriptors:
+            return [(own, None)]  # no levels of its own (ONNX Runtime): a lower level only repeats its computations
         return [(lvl, None) for lvl in spec.table_change_levels
                 if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
     out = []
-    for lvl in requested:
+    for lvl in (specs.catalog.newest_level.name if r == "newest" else r for r in requested):
         if backend is not None and specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
             out.append((lvl, f"device maximum feature level is {own}, below {lvl}"))
         else:

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_keywords_are_options_of_their_own():
     assert option_problem(SPECS, levels=["ladder"]) is None and option_problem(SPECS, levels=["own"]) is None
     assert "a keyword stands alone" in option_problem(SPECS, levels=["ladder", "5.0"])
-    assert option_problem(SPECS, levels=["every"]).endswith("or own or ladder")
+    assert option_problem(SPECS, levels=["newest"]) is None
+    assert option_problem(SPECS, levels=["every"]).endswith("or own or newest or ladder")
 
 
 def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
