@@ -8,7 +8,7 @@ setup:
 	@bash scripts/setup_directml.sh || echo "make: the DirectML stack is not set up here; the directml backend will be reported unavailable"
 
 run: setup
-	@bash scripts/run.sh
+	@bash scripts/run.sh $(RUN_ARGS)
 
 test: setup
 	@.venv/bin/python -m pytest -q tests --reports-dir reports/test-run $(PYTEST_ARGS)

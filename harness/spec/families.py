@@ -161,6 +161,8 @@ ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
                                "zero there (0 * inf) gets NaN, one that skips the term does not",
         "past_reach": "1 where the output position lies past what the window reaches in some spatial dimension (a "
                       "position an output padding adds), else 0",
+        "output_padded": "1 where the output position is one of the last `output_padding` positions of some spatial "
+                         "dimension (a position the output padding adds, within the window's reach or past it), else 0",
     },
     "reduce": {
         "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",

@@ -31,7 +31,7 @@ from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families import FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
-from harness.reference.families.windowing import Window, past_reach, window_positions
+from harness.reference.families.windowing import Window, output_padded, past_reach, window_positions
 from harness.spec.operator import OperatorSpec
 
 VARIABLE = "xw"  # the family's formula variable (harness.spec.families.FORMULA_VARIABLES)
@@ -117,10 +117,18 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     _, b = _operands(x_raw[:1].astype(np.float64), _as_f64(w_raw, False), groups, transposed, flip, positions)
     off_nonfinite = ((~valid_terms)[None, :, :, None] & ~np.isfinite(b)[:, None, :, :]).any(axis=2)
     facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64)),
-             "past_reach": np.broadcast_to(past.astype(np.int64), out_shape)}
+             "past_reach": np.broadcast_to(past.astype(np.int64), out_shape),
+             "output_padded": np.broadcast_to(output_padded(out_shape[2:], _output_padding(p, names, len(out_shape) - 2))
+                                              .astype(np.int64), out_shape)}
     flushed = None
     if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
         flushed = window_sums(True)[0]
     terms = (x_raw.shape[1] // groups) * prod(kernel)
     return dot_epilogue(spec, descriptor, inputs, VARIABLE, (p["input"], p["filter"]), exact, sum_abs, sum_inputs,
                         terms, flushed, facts)
+
+
+def _output_padding(p: dict, names: dict, rank: int) -> tuple[int, ...]:
+    """The family's `output_padding` array (zeros where the spec names none or it is shorter)."""
+    values = [int(v) for v in names.get(p["output_padding"], [])] if p.get("output_padding") else []
+    return tuple(values[d] if d < len(values) else 0 for d in range(rank))

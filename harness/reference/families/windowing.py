@@ -61,6 +61,17 @@ def window_positions(window: Window, in_sizes: tuple[int, ...], out_sizes: tuple
     return flat, valid
 
 
+def output_padded(out_sizes: tuple[int, ...], output_padding: tuple[int, ...]) -> np.ndarray:
+    """Per output spatial position (shape `out_sizes`), whether it is one of the last
+    `output_padding[d]` positions of some dimension d: the positions an output padding adds."""
+    padded = np.zeros(out_sizes, dtype=bool)
+    for d, (n_out, pad) in enumerate(zip(out_sizes, output_padding)):
+        shape = [1] * len(out_sizes)
+        shape[d] = n_out
+        padded = padded | (np.arange(n_out) >= n_out - pad).reshape(shape)
+    return padded
+
+
 def past_reach(window: Window, end: tuple[int, ...], in_sizes: tuple[int, ...], out_sizes: tuple[int, ...],
                kernel: tuple[int, ...]) -> np.ndarray:
     """Per output spatial position (shape `out_sizes`), whether it lies past what the window
