@@ -6,13 +6,14 @@ as drift. When pages in several languages of one operator disagree, each differe
 page says what.
 
 Keys are stable strings a spec's `docs_drift` names: `fields`, `field.<Name>.c_type`,
-`introduced`, `in_place`, `table[FL 5.0]`, `table[ARGMIN ARGMAX / FL 4.1]`, and for a cell
+`introduced`, `in_place`, `table[FL 5.0]`, `table[MEMBER_A MEMBER_B / FL 4.1]` (a variant group by
+its enum members), and for a cell
 `table[FL 5.0].InputTensor.kind` (`.dims`, `.types`; `.row` when the row is missing)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.pages.page import Page, Row, Table
+from harness.pages.page import Page, Row
 from harness.spec.operator import OperatorSpec
 
 
@@ -38,7 +39,6 @@ class OperatorCheck:
     tables: int = 0
     cells: int = 0
     drift: dict[str, dict] = field(default_factory=dict)  # key -> {"spec", "pages": {label: value}, "recorded"}
-    defects: list[str] = field(default_factory=list)
 
     @property
     def unrecorded(self) -> list[str]:
@@ -138,7 +138,6 @@ def check_operator(spec: OperatorSpec, pages: list[Page]) -> OperatorCheck:
         found, tables, cells = differences(spec, page)
         result.tables += tables
         result.cells += cells
-        result.defects.extend(f"{page.label}: {d}" for d in page.defects)
         for d in found:
             entry = result.drift.setdefault(d.key, {"spec": d.spec, "pages": {}, "recorded": {}})
             entry["pages"][d.page_label] = d.page

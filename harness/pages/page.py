@@ -24,7 +24,7 @@ class Row:
 class Table:
     """One support table: its feature level ("FL X and above"; the introducing level where the
     page prints one table without a level heading) and, on pages that group tables by an enum
-    attribute (REDUCE by Function), the members of its group."""
+    attribute (a `Function` field, say), the members of its group."""
 
     level: str
     rows: tuple[Row, ...]
@@ -57,7 +57,7 @@ class Page:
 
     @property
     def operator(self) -> str:
-        """DML_ELEMENT_WISE_SIGN_OPERATOR_DESC -> ELEMENT_WISE_SIGN."""
+        """DML_<NAME>_OPERATOR_DESC -> <NAME> (the spec's `operator`)."""
         name = self.desc_struct.removeprefix("DML_")
         return name.removesuffix("_OPERATOR_DESC").removesuffix("_DESC")
 

@@ -268,7 +268,7 @@ def _tables(page: Page, lines: list[str]) -> list[Table]:
 
 
 def _variant_heading(text: str) -> tuple[str, ...]:
-    """"ARGMIN and ARGMAX" / "AVERAGE, L2, LOG_SUM, and LOG_SUM_EXP" (et, und): the enum members a
+    """"A and B" / "A, B, C, and D" (et, und), each an upper-case enum member name: the enum members a
     group of tables is for; () for any other line."""
     members = [w for w in re.split(r"\s*,\s*|\s+", text) if w and w.lower() not in AND_WORDS]
     if members and all(re.fullmatch(r"[A-Z][A-Z0-9_]*", m) for m in members) and not text.startswith("DML_"):

@@ -20,7 +20,7 @@ def report_json(checks: list[OperatorCheck], without_spec: list[str], without_pa
                        "drift": [{"key": k, "spec": d["spec"], "pages": d["pages"]} for k, d in c.drift.items() if not d["recorded"]],
                        "recorded": [{"key": k, "spec": d["spec"], "pages": d["pages"], "resolution": d["recorded"]}
                                     for k, d in c.drift.items() if d["recorded"]],
-                       "page_defects": c.defects} for c in checks],
+                       } for c in checks],
         "pages_without_spec": without_spec,
         "specs_without_page": without_page,
         "skipped_files": skipped,
