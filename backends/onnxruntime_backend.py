@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.model.descriptor import Case, Descriptor
-from harness.spec.source import load_yaml
+from harness.spec.source import SpecError, load_yaml
 from harness.model.layout import output_buffer, read_logical
 from harness.spec.fused import fused_choice
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs
@@ -36,8 +36,10 @@ OPSET = 21
 
 _ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "INT32": 6, "INT64": 7,
                "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
+_ONNX_BOOL = 9  # TensorProto.BOOL
 _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
 MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
+MAPPING_DIR = Path(__file__).resolve().parent / "onnxruntime_ops"  # more tables, one per operator family
 # builder -> the keys its table entry must have (inputs: a list of tensor fields; the others: names)
 _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "node": ("op", "inputs"), "bitwise": ("op", "inputs"), "quantize": (),
@@ -53,6 +55,20 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "split": ("inputs", "outputs", "axis"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
+
+
+def load_mappings(path: Path = MAPPING_FILE, directory: Path | None = MAPPING_DIR) -> dict[str, dict]:
+    """The main table and every `directory`/*.yaml (a family's operators), merged; an operator
+    mapped in two files is an error (which line wins would otherwise depend on file order)."""
+    table = load_mapping(path)
+    where = {op: path for op in table}
+    for extra in sorted(directory.glob("*.yaml")) if directory is not None and directory.is_dir() else []:
+        for op, entry in load_mapping(extra).items():
+            if op in where:
+                raise SpecError(extra, None, (op,), f"{op} is also mapped in {where[op]}")
+            where[op] = extra
+            table[op] = entry
+    return table
 
 
 def load_mapping(path: Path) -> dict[str, dict]:
@@ -85,7 +101,7 @@ class OnnxRuntimeBackend:
     def __init__(self, specs: SpecSet | None = None, provider: str = "CPUExecutionProvider", **_: Any) -> None:
         self.specs = specs or load_specs()
         self.provider = provider
-        self.mapping = load_mapping(MAPPING_FILE)
+        self.mapping = load_mappings()
         self._sessions: dict[tuple, Any] = {}
         self._failures: dict[tuple, str] = {}
         self._lock = threading.Lock()
@@ -183,6 +199,13 @@ class OnnxRuntimeBackend:
         entry = self.mapping.get(op)
         if entry is None:
             raise _Unsupported(f"no ONNX mapping for {op}")
+        only = entry.get("types")  # the primary input types the mapping covers (others: unsupported)
+        if only is not None:
+            spec = self.specs.operator(op)
+            first = d.tensors[spec.formula.inputs[next(iter(spec.formula.inputs))]]
+            if first is not None and first.data_type not in only:
+                raise _Unsupported(f"the ONNX mapping of {op} covers {', '.join(only)} only "
+                                   f"({entry.get('types_why', 'backends/onnxruntime_ops')})")
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
         family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
@@ -213,7 +236,8 @@ class OnnxRuntimeBackend:
                 raise _Unsupported(f"ONNX: a scale and bias on {types[0]} tensors is not expressible (float constants)")
             prescale = (float(np.float32(d.attributes[f"{entry['scale_bias']}.Scale"])),
                         float(np.float32(d.attributes[f"{entry['scale_bias']}.Bias"])))
-        return self._node(entry["op"], arrays, types, out_type, attrs, prescale, tuple(constants))
+        bools = (frozenset(names.index(n) for n in entry.get("bool_inputs", [])), bool(entry.get("bool_output", False)))
+        return self._node(entry["op"], arrays, types, out_type, attrs, prescale, tuple(constants), bools)
 
     def _constant_input(self, d: Descriptor, field: str, data_type: str) -> float | int:
         """A FLOAT field as the scalar ONNX input that takes its place (Clip's min and max), in the
@@ -248,15 +272,19 @@ class OnnxRuntimeBackend:
 
     def _node(self, onnx_op: str, xs: list[np.ndarray], types: list[str], out_type: str,
               attrs: dict | None = None, prescale: tuple[float, float] | None = None,
-              constants: tuple[float | int, ...] = ()) -> np.ndarray:
+              constants: tuple[float | int, ...] = (),
+              bools: tuple[frozenset[int], bool] = (frozenset(), False)) -> np.ndarray:
         """One ONNX node over dense inputs of the output's shape; `prescale` (scale, bias) puts a
         Mul and an Add on the first input (DirectML's DML_SCALE_BIAS); `constants` are scalar
-        inputs after the tensors, in the first input's type (Clip's min and max)."""
+        inputs after the tensors, in the first input's type (Clip's min and max); `bools` (input
+        positions, output): inputs cast to ONNX bool first (non-zero is true, as DirectML's logical
+        operators read them) and a bool output cast to the output type (true = 1)."""
         for t in types + [out_type]:
             if t not in _ONNX_TYPES:
                 raise _Unsupported(f"ONNX has no {t}")
         shapes = [tuple(x.shape) for x in xs]
-        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale, constants)
+        key = (onnx_op, tuple(types), out_type, tuple(shapes), tuple(sorted((attrs or {}).items())), prescale, constants,
+               tuple(sorted(bools[0])), bools[1])
         names = [f"x{i}" for i in range(len(xs))]
 
         def build() -> Any:
@@ -270,7 +298,14 @@ class OnnxRuntimeBackend:
             for i, value in enumerate(constants):
                 inits.append(helper.make_tensor(f"c{i}", _ONNX_TYPES[types[0]], [], [value]))
                 node_inputs.append(f"c{i}")
-            nodes.append(helper.make_node(onnx_op, node_inputs, ["y"], **(attrs or {})))
+            for i in sorted(bools[0]):
+                nodes.append(helper.make_node("Cast", [node_inputs[i]], [f"b{i}"], to=_ONNX_BOOL))
+                node_inputs[i] = f"b{i}"
+            if bools[1]:
+                nodes += [helper.make_node(onnx_op, node_inputs, ["y_bool"], **(attrs or {})),
+                          helper.make_node("Cast", ["y_bool"], ["y"], to=_ONNX_TYPES[out_type])]
+            else:
+                nodes.append(helper.make_node(onnx_op, node_inputs, ["y"], **(attrs or {})))
             graph = helper.make_graph(nodes, onnx_op,
                                       [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(s)) for n, t, s in zip(names, types, shapes)],
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shapes[0]))], initializer=inits)

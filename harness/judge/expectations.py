@@ -115,14 +115,35 @@ def descriptor_holds(expr: ShapeExpr, spec: "OperatorSpec", descriptor: "Descrip
         return False
 
 
+def expectation_files(backend: str, directory: Path) -> list[Path]:
+    """`directory`/BACKEND.yaml and every `directory`/BACKEND/*.yaml (one file per operator family,
+    so that the divergences of a family stay together), in that order."""
+    files = [Path(directory) / f"{backend}.yaml"]
+    split = Path(directory) / backend
+    if split.is_dir():
+        files += sorted(split.glob("*.yaml"))
+    return [f for f in files if f.exists()]
+
+
 def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
-    """The expectations of `backend` in `directory`/BACKEND.yaml; none when there is no such file
-    (a backend ships its own directory: `harness.run.registry.expectations_for` finds it)."""
+    """The expectations of `backend` in `directory`/BACKEND.yaml and `directory`/BACKEND/*.yaml;
+    none when there is no such file (a backend ships its own directory:
+    `harness.run.registry.expectations_for` finds it). An id used twice is an error: a report names
+    expectations by id."""
     if directory is None:
         return ExpectationSet(backend)
-    path = Path(directory) / f"{backend}.yaml"
-    if not path.exists():
-        return ExpectationSet(backend)
+    items: list[Expectation] = []
+    seen: dict[str, Path] = {}
+    for path in expectation_files(backend, Path(directory)):
+        for item in _load_file(path):
+            if item.id in seen:
+                raise SpecError(path, None, ("expectations",), f"expectation id {item.id!r} is also used in {seen[item.id]}")
+            seen[item.id] = path
+            items.append(item)
+    return ExpectationSet(backend, items)
+
+
+def _load_file(path: Path) -> list[Expectation]:
     src = load_yaml(path)
     items = []
     for index, raw in enumerate((src.data or {}).get("expectations", [])):
@@ -148,7 +169,7 @@ def load_expectations(backend: str, directory: Path | None) -> ExpectationSet:
                                  attributes_present=tuple(raw.get("attributes_present", ())),
                                  tensor_types=tuple(raw.get("tensor_types", ())), probe=raw.get("probe"),
                                  descriptor_when=descriptor_when))
-    return ExpectationSet(backend, items)
+    return items
 
 
 def _check_input_bits(src, index: int, probe: object) -> None:

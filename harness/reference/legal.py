@@ -14,12 +14,14 @@ rule allows, and an uncertain comparison gives both truth values, so a rounding 
 its bound of a tie accepts both sides. Intervals are closed hulls, so the set is a superset of
 the legal results; parts stay small (few elements differ, and only those are evaluated).
 
-Only the functions listed in `_FUNCTIONS` have a model; a formula with another one raises
+Only the functions listed in `_FUNCTIONS` have a model (the transcendental ones through their
+per-type bound in `_arithmetic.yaml`'s `functions`); a formula with another one raises
 `ModelUnsupported` and the judge falls back to the exact comparison (and says so).
 """
 from __future__ import annotations
 
 import ast
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from harness.spec.arithmetic import ArithmeticModel, TypeRules, liberty_bit
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS, Formula
+from harness.spec.functions import MATH_FUNCTIONS
 
 MAX_PARTS = 32  # parts per value before the extra ones are merged into one hull (over-approximation)
 _NUMPY = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
@@ -484,6 +487,52 @@ class LegalEvaluator:
                         out += _flush_parts(part, liberty_bit("fp32_result_flush"))
         return _limit(out)
 
+    def math(self, name: str, args: list[Value]) -> Value:
+        """A transcendental function (`harness.spec.functions`) over every combination of its
+        arguments' parts: the exact range rounded to its neighbours (the ordinary rounding
+        liberty), and the range widened by the type's bound for the function (liberty
+        function_error), rounded outward; exact zeros and infinities of the function are not
+        widened (sin(+-0) = +-0, log(0) = -inf), NaN where an argument is NaN or some point of
+        the range lies outside the domain; then the fp32 result flush."""
+        bound = self.rules.functions.get(name)
+        if bound is None:
+            raise ModelUnsupported(f"the precision model has no {name} rule for {self.compute}")
+        fn = MATH_FUNCTIONS[name]
+        tag = np.uint16(liberty_bit("function_error"))
+        out: Value = []
+        for combo in itertools.product(*args):
+            parts = [self._float_operand(p) for p in combo]
+            real = np.logical_and.reduce([p.real for p in parts])
+            tags = np.bitwise_or.reduce([p.tags for p in parts])
+            ends = [e for p in parts for e in (np.where(real, p.lo, 0.0), np.where(real, p.hi, 0.0))]
+            with np.errstate(all="ignore"):
+                lo, hi = fn.interval_range(*ends)
+                corners = [fn.numpy(*c) for c in itertools.product(*[(p.lo, p.hi) for p in parts])]
+            domain_nan = real & np.logical_or.reduce([np.isnan(c) for c in corners])
+            nan = np.logical_or.reduce([p.nan for p in parts]) & np.logical_and.reduce([p.present for p in parts])
+            has = real & ~np.isnan(lo)
+            near = Part(np.where(has, _down(lo, self.dtype), np.nan), np.where(has, _up(hi, self.dtype), np.nan),
+                        nan | domain_nan, tags, True)
+            with np.errstate(all="ignore"):
+                size = np.fmax(np.abs(lo), np.abs(hi))
+                slack = bound.absolute + bound.relative * size + bound.ulp * np.spacing(self.dtype(np.minimum(size, np.finfo(self.dtype).max))).astype(np.float64)
+                if bound.log2_times_exponent and len(parts) == 2:  # pow(x, y): log2(x)'s error times |y|
+                    x_big = np.fmax(np.abs(parts[0].lo), np.abs(parts[0].hi))
+                    y_big = np.fmax(np.abs(parts[1].lo), np.abs(parts[1].hi))
+                    factor = np.exp2(bound.log2_times_exponent * y_big * np.fmax(1.0, np.abs(np.log2(x_big))))
+                    slack = slack + size * (factor - 1)
+                exact = (lo == hi) & ((lo == 0) | np.isinf(lo))
+                widen = has & ~exact & np.isfinite(lo) & np.isfinite(hi)
+                b_lo, b_hi = np.where(widen, lo - slack, np.nan), np.where(widen, hi + slack, np.nan)
+            wide = Part(np.where(widen, _down(b_lo, self.dtype), np.nan), np.where(widen, _up(b_hi, self.dtype), np.nan),
+                        np.zeros_like(nan), tags | tag, True)
+            for part in (near, wide):
+                if part.present.any():
+                    out.append(part)
+                    if self.rules.flush_denormals:
+                        out += _flush_parts(part, liberty_bit("fp32_result_flush"))
+        return _limit(out)
+
     def unary(self, name: str, a: Value) -> Value:
         out: Value = []
         for p in a:
@@ -495,7 +544,7 @@ class LegalEvaluator:
                     out.append(Part(lo, hi, p.nan, p.tags, p.is_float))
                 elif name == "round_half_even":  # exact (round_ne), monotone
                     out.append(Part(np.rint(p.lo), np.rint(p.hi), p.nan, p.tags, True))
-                elif name in ("round_half_away", "trunc"):  # exact (round_ni/pi/z), monotone
+                elif name in ("round_half_away", "trunc", "floor", "ceil"):  # exact (round_ni/pi/z), monotone
                     f = FUNCTIONS[name][1]
                     out.append(Part(np.asarray(f(None, p.lo)), np.asarray(f(None, p.hi)), p.nan, p.tags, True))
                 else:  # f32 / f16: a conversion, rounded to nearest
@@ -526,8 +575,8 @@ _BINARY: dict[type, Callable[[LegalEvaluator, Value, Value], Value]] = {
     ast.BitAnd: lambda ev, a, b: ev.logic("and", a, b),
     ast.BitOr: lambda ev, a, b: ev.logic("or", a, b),
 }
-_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "exp", "round_half_even", "round_half_away", "trunc", "isnan", "isinf", "is_negzero",
-              "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type"}
+_FUNCTIONS = {"where", "min", "max", "clamp", "abs", "exp", "round_half_even", "round_half_away", "trunc", "floor", "ceil", "isnan", "isinf",
+              "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type", *MATH_FUNCTIONS}
 _CONSTANT_FUNCTIONS = {"type_min", "type_max", "is_type"}
 
 
@@ -578,6 +627,8 @@ def _walk(node: ast.AST, ev: LegalEvaluator) -> Value:
             return ev.predicate(name, args[0])
         if name == "exp":
             return ev.exp(args[0])
+        if name in MATH_FUNCTIONS:
+            return ev.math(name, args)
         return ev.unary(name, args[0])
     raise ModelUnsupported(f"the precision model has no rule for {type(node).__name__}")
 

@@ -7,7 +7,7 @@ the model permits; each has a fixed id (a bit in the evaluator's tags) and the n
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +17,7 @@ ARITHMETIC_FILE = "_arithmetic.yaml"
 
 # The liberty ids, in the order they are tried when naming what a result needed (bit = position).
 LIBERTY_IDS = ("rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-               "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error")
+               "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error", "function_error")
 
 
 def liberty_bit(liberty: str) -> int:
@@ -41,6 +41,22 @@ class TypeRules:
     fp32_conversion_flush: bool = False      # conversions between this type and FLOAT32 may flush fp32 denormals
     # exp(x): within exp(x) * e^(+-argument * |x|) * (1 +- relative), rounded outward; None: no rule
     exp: tuple[float, float] | None = None   # (relative, argument)
+    # the other transcendental functions (log, sin, ..., pow): name -> their error bound
+    functions: dict[str, "FunctionBound"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FunctionBound:
+    """How far a transcendental function's result may lie from the exact value f: within
+    absolute + relative * |f| + ulp * (the type's spacing at f), and a factor
+    2^(+-log2_times_exponent * |y| * max(1, |log2 x|)) for pow(x, y) (HLSL's exp2(y * log2(x)):
+    log2's error, absolute near 1 and relative elsewhere, scaled by the exponent)."""
+
+    absolute: float = 0.0
+    relative: float = 0.0
+    ulp: float = 0.0
+    log2_times_exponent: float = 0.0
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,10 @@ def load_arithmetic(specs_dir: Path, schema_check: Callable[[SourcedYaml, dict],
                                 (reciprocal["rcp"], reciprocal["multiply"]) if reciprocal else None,
                                 raw["flush_denormals"], raw["min_max_nan"], raw["convert_from_wider"], raw["source"],
                                 raw["convert_from_integer"], bool(raw.get("fp32_conversion_flush", False)),
-                                (float(exp["relative"]), float(exp["argument"])) if exp else None)
+                                (float(exp["relative"]), float(exp["argument"])) if exp else None,
+                                {fname: FunctionBound(float(b.get("absolute", 0)), float(b.get("relative", 0)), float(b.get("ulp", 0)),
+                                                      float(b.get("log2_times_exponent", 0)), str(b["source"]))
+                                 for fname, b in (raw.get("functions") or {}).items()})
     compute_in = {name: tuple(choices) for name, choices in data["compute_in"].items()}
     for tensor_type, choices in compute_in.items():
         for index, choice in enumerate(choices):

@@ -15,10 +15,13 @@ from harness.spec.expr import EvalContext
 from harness.spec.operator import OperatorSpec
 
 
-def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[str, np.float64]:
+def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[str, Any]:
     """Each attribute the formula names, as the device holds it, as a float64 scalar (a struct
-    pointer as has_<Field> and its members <Field>_<Member>)."""
-    out = {}
+    pointer as has_<Field> and its members <Field>_<Member>), except a DML_SCALAR_UNION whose
+    typing field names an integer type: that one is an exact int64 (uint64 for UINT64) scalar, as
+    the device reads the union's integer member (float64 would merge 64-bit neighbours beyond 2^53)."""
+    out: dict[str, Any] = {}
+    by_enum = {t.enum: t for t in spec.catalog.data_types.values()}
     for name in spec.formula.attributes:
         field = spec.field(name)
         if field.struct is not None:  # a struct pointer: has_F, and F_M (0 where the pointer is null)
@@ -30,6 +33,11 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
             continue
         value = attributes.get(name, spec.field(name).default)
         value = 0.0 if value is None else value
+        union_type = by_enum.get(int(attributes.get(field.typed_by, -1))) if field.is_scalar_union else None
+        whole = isinstance(value, (int, np.integer)) or (np.isfinite(float(value)) and float(value) == int(value))
+        if union_type is not None and not union_type.is_float and whole:
+            out[name] = np.uint64(int(value)) if union_type.name == "UINT64" else np.int64(int(value))
+            continue
         out[name] = np.float64(np.float32(value)) if spec.field(name).c_type == "FLOAT" else np.float64(value)
     return out
 

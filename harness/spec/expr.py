@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from harness.spec.functions import BIT_FUNCTIONS, EXACT_VALUE_FUNCTIONS, MATH_FUNCTIONS, exact_floor_mod, exact_fmod
+
 
 class FormulaError(ValueError):
     """A formula that is not in the whitelisted expression language."""
@@ -242,7 +244,6 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "is_denormal_f32": (1, lambda ctx, v: is_f32_denormal(v)),
     "is_half": (1, lambda ctx, v: _is_half(v)),
     "exp": (1, lambda ctx, v: np.exp(_as_float(v))),
-    "sqrt": (1, lambda ctx, v: np.sqrt(_as_float(v))),
     "f32": (1, lambda ctx, v: _as_float(v).astype(np.float32).astype(np.float64)),
     "f16": (1, lambda ctx, v: _as_float(v).astype(np.float16).astype(np.float64)),
     "ulp_out": (1, _ulp_out),
@@ -252,6 +253,9 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "type_max": (1, lambda ctx, t: ctx.type_ranges[ctx.tensor_types[t]][1]),
     "is_type": (2, lambda ctx, t, name: np.bool_(ctx.tensor_types.get(t) == name)),
 }
+FUNCTIONS.update({name: (f.arity, (lambda numpy: lambda ctx, *args: numpy(*args))(f.numpy)) for name, f in MATH_FUNCTIONS.items()})
+FUNCTIONS.update({name: (arity, impl) for name, (arity, impl, _) in BIT_FUNCTIONS.items()})
+FUNCTIONS.update(EXACT_VALUE_FUNCTIONS)
 TENSOR_NAME_FUNCTIONS = {"type_min", "type_max", "is_type"}
 
 _BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
@@ -468,13 +472,13 @@ ANY_NUMBER: Kinds = frozenset({INTEGER, FLOAT})
 # type_min/type_max), so a single float type allowed is an error. Float-only functions are
 # predicates that are always false on integers, so they are an error only when their argument
 # can never be a float (a dead condition). The others are meaningful for any number.
-INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max"})
+INTEGER_ONLY_FUNCTIONS = frozenset({"bitnot", "type_min", "type_max", *BIT_FUNCTIONS})
 FLOAT_ONLY_FUNCTIONS = frozenset({"isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half"})
 # Float-only functions with a float value: the precision model has rules for them on floats only
 # (D3D's exp is a float instruction), so an argument that can be an integer or a truth value is an error.
-FLOAT_VALUE_FUNCTIONS = frozenset({"exp", "sqrt"})
-TRANSCENDENTAL_FUNCTIONS = frozenset({"exp", "sqrt"})  # results float64 cannot give exactly (see evaluate.py)
-_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out", "exp", "sqrt"}
+FLOAT_VALUE_FUNCTIONS = frozenset({"exp", *MATH_FUNCTIONS})
+TRANSCENDENTAL_FUNCTIONS = frozenset({"exp", *MATH_FUNCTIONS})  # results float64 cannot give exactly (see evaluate.py)
+_FLOAT_RESULTS = {"round_half_even", "round_half_away", "trunc", "f32", "f16", "ulp_out", "exp", "floor", "ceil", *MATH_FUNCTIONS}
 
 
 @dataclass(frozen=True)
@@ -543,11 +547,12 @@ def _call_kinds(node: ast.Call, facts: KindFacts) -> Kinds:
         return _tensor_function_kinds(node, fname, facts)
     args = [_kinds(arg, facts) for arg in node.args]
     first = node.args[0]
-    if fname == "bitnot":
-        wrong = sorted(args[0] - {INTEGER})
-        if wrong:
-            raise FormulaError(f"bitnot() needs an integer argument, but '{ast.unparse(first)}' can be a "
-                               f"{' or '.join(wrong)} value{_reasons(first, facts)}")
+    if fname == "bitnot" or fname in BIT_FUNCTIONS:
+        for arg, kinds in zip(node.args, args):
+            wrong = sorted(kinds - {INTEGER})
+            if wrong:
+                raise FormulaError(f"{fname}() needs an integer argument, but '{ast.unparse(arg)}' can be a "
+                                   f"{' or '.join(wrong)} value{_reasons(arg, facts)}")
         return frozenset({INTEGER})
     if fname in FLOAT_ONLY_FUNCTIONS:
         if FLOAT not in args[0]:
@@ -555,11 +560,14 @@ def _call_kinds(node: ast.Call, facts: KindFacts) -> Kinds:
                                f"is never a float{_reasons(first, facts)}, so it is always false")
         return frozenset({BOOL})
     if fname in FLOAT_VALUE_FUNCTIONS:
-        wrong = sorted(args[0] - {FLOAT})
-        if wrong:
-            raise FormulaError(f"{fname}() takes float values only, but '{ast.unparse(first)}' can be a "
-                               f"{' or '.join(wrong)} value{_reasons(first, facts)}")
+        for arg, kinds in zip(node.args, args):
+            wrong = sorted(kinds - {FLOAT})
+            if wrong:
+                raise FormulaError(f"{fname}() takes float values only, but '{ast.unparse(arg)}' can be a "
+                                   f"{' or '.join(wrong)} value{_reasons(arg, facts)}")
         return frozenset({FLOAT})
+    if fname in ("fmod", "floor_mod"):
+        return _combine(args[0], args[1])
     if fname == "where":
         return args[1] | args[2]
     if fname in ("min", "max", "clamp"):
@@ -691,7 +699,7 @@ _UFUNC_CALLS: dict[str, list[np.ufunc]] = {
 }
 # functions whose result is always a new array (so later steps may write into it)
 _FRESH_RESULTS = {"where", "isnan", "isinf", "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "ulp_out", "bitnot", "exp",
-                  "sqrt"}
+                  *MATH_FUNCTIONS, *BIT_FUNCTIONS, *EXACT_VALUE_FUNCTIONS}
 
 
 def _is_exp_minus_one(node: ast.BinOp) -> bool:
@@ -809,9 +817,32 @@ def _exact_sqrt(v: Any) -> Any:
     return Fraction(ctx.divide(Decimal(v.numerator), Decimal(v.denominator)).sqrt(ctx))
 
 
+def _exact_math(name: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        try:
+            return MATH_FUNCTIONS[name].exact(*args)
+        except (ArithmeticError, ValueError) as exc:
+            raise NotExact(f"{name}: {exc}") from None
+    return call
+
+
+def _exact_remainder(f: Callable[..., Any]) -> Callable[..., Any]:
+    def call(a: Any, b: Any) -> Any:
+        try:
+            return f(a, b)
+        except ArithmeticError as exc:
+            raise NotExact(str(exc)) from None
+    return call
+
+
 _EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **{name: _exact_math(name) for name in MATH_FUNCTIONS},
     "exp": _exact_exp,
     "sqrt": _exact_sqrt,
+    "floor": lambda v: v.numerator // v.denominator,
+    "ceil": lambda v: -((-v.numerator) // v.denominator),
+    "fmod": _exact_remainder(exact_fmod),
+    "floor_mod": _exact_remainder(exact_floor_mod),
     "where": lambda c, a, b: a if c else b,
     "min": _exact_min,
     "max": _exact_max,

@@ -271,14 +271,22 @@ ARITHMETIC_SCHEMA: dict = {
                 "exp": {"type": "object", "additionalProperties": False, "required": ["relative", "argument"],
                         "properties": {"relative": {"type": "number", "minimum": 0, "maximum": 0.5},
                                        "argument": {"type": "number", "minimum": 0, "maximum": 0.5}}},
+                # the other transcendental functions: absolute + relative * |f| + ulp spacings (FunctionBound)
+                "functions": {"type": "object", "additionalProperties": {
+                    "type": "object", "additionalProperties": False, "required": ["source"],
+                    "properties": {"absolute": {"type": "number", "minimum": 0, "maximum": 1},
+                                   "relative": {"type": "number", "minimum": 0, "maximum": 0.5},
+                                   "ulp": {"type": "number", "minimum": 0, "maximum": 1048576},
+                                   "log2_times_exponent": {"type": "number", "minimum": 0, "maximum": 0.5},
+                                   "source": {"type": "string"}}}},
                 "source": {"type": "string"}}}},
         "conversion_to_compute": _ROUNDING,
         "liberties": {"type": "object", "additionalProperties": False,
                       "required": ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-                                   "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error"],
+                                   "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error", "function_error"],
                       "properties": {name: {"type": "string"} for name in
                                      ["rounding", "fp16_in_fp32", "attribute_narrowed", "reciprocal_division", "fp32_input_flush",
-                                      "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error"]}},
+                                      "fp32_attribute_flush", "fp32_result_flush", "min_max_nan", "exp_error", "function_error"]}},
     },
 }
 
