@@ -160,7 +160,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     worst = EXIT_OK
     for name in args.backend or ["numpy"]:
         options: dict = {"specs": specs}
-        if name == "directml":
+        if name.partition("@")[0] == "directml":
             options.update(dll=args.directml_dll, adapter=args.directml_adapter, warp=args.directml_warp,
                            debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags,
                            vulkan=args.directml_vulkan, stack=args.directml_stack)

@@ -10,7 +10,7 @@ ROOT=$(pwd)
 D="$ROOT/.cache/directml"
 mkdir -p "$D"
 DML_WHEEL_VERSION=${DML_WHEEL_VERSION:-1.24.4}   # onnxruntime-directml wheel carrying DirectML 1.15.4 (FL 6.4)
-DML_OLD_WHEELS=${DML_OLD_WHEELS:-1.14.1}         # older DLLs for level-gated tests (1.14.1: DirectML 1.10.1, FL 5.2)
+DML_OLD_WHEELS=${DML_OLD_WHEELS:-"1.14.1 1.11.1"}  # older DLLs for level-gated tests (1.14.1: DirectML 1.10.1, FL 5.2; 1.11.1: DirectML 1.8.0, FL 5.0)
 log() { echo "setup-directml: $*" >&2; }
 fail() { log "$*"; exit 1; }
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.model.descriptor import Case
-from backends.directml.dlls import dll_file_version, resolve
+from backends.directml.dlls import dll_file_version, known_versions, resolve
 from harness.model.layout import total_bytes
 from harness.spec.fused import fused_choice
 from harness.spec.operator import SpecSet, load_specs
@@ -50,6 +50,7 @@ def union_bytes(catalog: Any, type_enum: Any, value: Any) -> bytes:
 
 class DirectMLBackend:
     name = "directml"
+    instance_option = "dll"  # `--backend directml@1.10.1`: that DirectML version (or wheel version) as an instance
     expectations_dir = Path(__file__).resolve().parent.parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
@@ -92,6 +93,10 @@ class DirectMLBackend:
 
     def available(self) -> tuple[bool, str]:
         if self._unavailable is not None:
+            return False, self._unavailable
+        known = next((v for v in known_versions() if self.dll_name in (v["wheel"], v["directml"])), None)
+        if known is not None and not known.get("runnable", True):
+            self._unavailable = f"DirectML {known['directml']} does not run here: {known.get('note', 'marked not runnable')} (backends/directml/versions.yaml)"
             return False, self._unavailable
         if not self.stack.runner.exists():
             self._unavailable = (f"the runner is not built ({self.stack.runner}): run scripts/setup_directml.sh "

@@ -87,6 +87,9 @@ def _scalar_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
             current = int(d.attributes.get(f.name, 0))
             for v in (0, 1, current + 1, rank, rank + 1, 2**31 - 1) + ((UINT32_MAX,) if f.c_type == "UINT" else (-1, -(2**31))):
                 yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, float(v))
+        elif f.c_type == "FLOAT" and f.struct is None:  # a float rule (a bound, a minimum steepness)
+            for v in (0.0, -1.0, 0.5, 0.9999999403953552, 1.0, float("nan"), float("-inf"), float("inf")):
+                yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, v)
         elif f.enum is not None:  # another member (a value outside them is attribute.enum_value's)
             current = d.attributes.get(f.name, f.default)
             for member, v in f.enum.items():

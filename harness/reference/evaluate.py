@@ -278,14 +278,21 @@ def _midpoint_candidates(result: np.ndarray, out: np.dtype, window: int = 0) -> 
 
 def _round_fraction(q: Fraction, out: np.dtype) -> np.generic:
     """Round an exact value once to the float type `out` (nearest, ties to even)."""
-    guess = np.asarray(float(q)).astype(out)
-    candidates = [guess, np.nextafter(guess, out.type(np.inf)), np.nextafter(guess, out.type(-np.inf))]
+    with np.errstate(over="ignore"):  # beyond the type: inf, whose finite neighbour is tried too
+        guess = np.asarray(float(q)).astype(out)
+    with np.errstate(over="ignore"):
+        candidates = [guess, np.nextafter(guess, out.type(np.inf)), np.nextafter(guess, out.type(-np.inf))]
     finite = [c for c in candidates if np.isfinite(c)]
 
     def key(c: np.generic) -> tuple:
         even = int(np.asarray(c).view(f"uint{out.itemsize * 8}")) & 1
         return (abs(Fraction(float(c)) - q), even)
 
+    if np.isinf(guess):  # q at or beyond the rounding boundary above the largest finite value is inf
+        largest = np.finfo(out).max
+        below = float(np.nextafter(largest, out.type(0)))  # the gap above the largest equals the gap below it
+        if abs(q) >= Fraction(float(largest)) + (Fraction(float(largest)) - Fraction(below)) / 2:
+            return guess
     return min(finite, key=key) if finite else guess
 
 

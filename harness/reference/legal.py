@@ -533,6 +533,25 @@ class LegalEvaluator:
                         out += _flush_parts(part, liberty_bit("fp32_result_flush"))
         return _limit(out)
 
+    def remainder(self, name: str, a: Value, b: Value) -> Value:
+        """fmod / floor_mod: exact (the remainder of two floats is representable), so a pair of
+        point operands gives its point; wider operands give the hull every remainder lies in,
+        (-max|b|, max|b|), a superset. NaN where an operand is NaN or the pair is (inf, b) or (a, 0)."""
+        f = FUNCTIONS[name][1]
+        out: Value = []
+        for pa in a:
+            for pb in b:
+                real = pa.real & pb.real
+                point = real & (pa.lo == pa.hi) & (pb.lo == pb.hi)
+                with np.errstate(all="ignore"):
+                    value = np.asarray(f(None, np.where(point, pa.lo, 0.0), np.where(point, pb.lo, 1.0)), dtype=np.float64)
+                    reach = np.fmax(np.abs(pb.lo), np.abs(pb.hi))
+                    lo, hi = np.where(point, value, -reach), np.where(point, value, reach)
+                    nan = (pa.nan | pb.nan | (real & (np.isnan(lo) | _contains_zero(pb) | _contains_inf(pa)))) & pa.present & pb.present
+                    has = real & ~np.isnan(lo)
+                out.append(Part(np.where(has, lo, np.nan), np.where(has, hi, np.nan), nan, pa.tags | pb.tags, pa.is_float or pb.is_float))
+        return _limit([p for p in out if p.present.any()])
+
     def unary(self, name: str, a: Value) -> Value:
         out: Value = []
         for p in a:
@@ -576,7 +595,8 @@ _BINARY: dict[type, Callable[[LegalEvaluator, Value, Value], Value]] = {
     ast.BitOr: lambda ev, a, b: ev.logic("or", a, b),
 }
 _FUNCTIONS = {"where", "min", "max", "clamp", "abs", "exp", "round_half_even", "round_half_away", "trunc", "floor", "ceil", "isnan", "isinf",
-              "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type", *MATH_FUNCTIONS}
+              "is_negzero", "is_denormal_f32", "is_half", "f32", "f16", "type_min", "type_max", "is_type", "fmod", "floor_mod",
+              *MATH_FUNCTIONS}
 _CONSTANT_FUNCTIONS = {"type_min", "type_max", "is_type"}
 
 
@@ -629,6 +649,8 @@ def _walk(node: ast.AST, ev: LegalEvaluator) -> Value:
             return ev.exp(args[0])
         if name in MATH_FUNCTIONS:
             return ev.math(name, args)
+        if name in ("fmod", "floor_mod"):
+            return ev.remainder(name, args[0], args[1])
         return ev.unary(name, args[0])
     raise ModelUnsupported(f"the precision model has no rule for {type(node).__name__}")
 

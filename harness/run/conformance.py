@@ -104,10 +104,10 @@ def _settings(request):
     return settings(max_examples=n) if n else settings()
 
 
-def _run_generated(request, backend, spec, strategy, kind, tally) -> None:
+def _run_generated(request, backend, spec, strategy, kind, tally, examples: int | None = None) -> None:
     """Hypothesis draws cases (or batches of cases) from `strategy`; each case is run and judged;
-    the tally decides the outcome."""
-    @_settings(request)
+    the tally decides the outcome. `examples` caps the draws below the profile's."""
+    @(settings(max_examples=examples) if examples else _settings(request))
     @given(strategy)
     def check(drawn: Case | list[Case]) -> None:
         for case in drawn if isinstance(drawn, list) else [drawn]:
@@ -128,7 +128,11 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
     backend, op, level, rule = invalid_cell
     spec = request.config.dml_specs.operator(op)
     label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
-    _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally())
+    # A backend that does not validate descriptors (ONNX Runtime) reports every invalid case
+    # unsupported, whatever is drawn: one case records that in the matrix; more would only cost time.
+    instance = request.config.dml_backends.get(backend)
+    checks = instance is None or instance.capabilities().validates_descriptors
+    _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally(), None if checks else 1)
 
 
 def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:

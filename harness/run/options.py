@@ -22,8 +22,11 @@ def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backen
     """The first thing wrong with these run options, as one line naming the option; None if all is well."""
     known = sorted(known_backends)
     for name in backends:
-        if name not in known:
-            return f"--backend {name!r}: installed backends: {', '.join(known)}"
+        base, sep, variant = name.partition("@")
+        if base not in known:
+            return f"--backend {name!r}: installed backends: {', '.join(known)} (an instance: NAME@VARIANT, e.g. directml@1.10.1)"
+        if sep and not variant:
+            return f"--backend {name!r}: an instance names a variant after '@' (e.g. directml@1.10.1)"
     allowed_levels = [level.name for level in specs.catalog.levels]
     levels = list(levels)
     for level in levels:

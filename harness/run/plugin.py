@@ -28,7 +28,7 @@ from hypothesis import settings
 
 from harness.run.allocator import keep_freed_memory
 from harness.run.profiles import register_profiles
-from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend
+from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
 from harness.run.options import option_problem
 from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
@@ -160,7 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # not a conformance run (or only listing its tests): no backend to start, no run files to write
     for name in names:
         options = {"specs": config.dml_specs}
-        if name == "directml":
+        if split_instance(name)[0] == "directml":
             options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
                            exec_flags=config.getoption("directml_exec_flags"),
@@ -270,14 +270,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             continue
         env[f"backend.{name}"] = backend.version()
         env[f"backend.{name}.max_feature_level"] = device_level(backend, specs)
-        if name == "directml":
+        if split_instance(name)[0] == "directml":
             info = backend.info()
-            env["directml.dll"] = str(backend._dll)
-            env["directml.adapter"] = str(info.get("adapter"))
+            env[f"{name}.dll"] = str(backend._dll)
+            env[f"{name}.adapter"] = str(info.get("adapter"))
             vulkan = backend.vulkan() if hasattr(backend, "vulkan") else None
             if vulkan is not None:
-                env["directml.vulkan"] = vulkan.describe()
-            env["directml.exec_flags"] = hex(backend.exec_flags)
+                env[f"{name}.vulkan"] = vulkan.describe()
+            env[f"{name}.exec_flags"] = hex(backend.exec_flags)
     env.update(_liberty_environment(Path(config.getoption("reports_dir")) / "results"))
     write_run_files(Path(alluredir), env)
 
@@ -341,6 +341,9 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> 
         assert spec is not None
         if backend is not None and not backend.capabilities().validates_descriptors:
             return [(own, None)]  # no levels of its own (ONNX Runtime): a lower level only repeats its computations
+        if split_instance(backend_name)[1] is not None:
+            return [(own, None)]  # an older DLL (directml@1.10.1): its own level, where its level-gated rejections are;
+            # the levels below are the newest DLL's ladder
         return [(lvl, None) for lvl in spec.table_change_levels
                 if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
     out = []

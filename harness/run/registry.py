@@ -44,13 +44,31 @@ def backend_entry_points() -> dict[str, Any]:
     return found
 
 
+def split_instance(name: str) -> tuple[str, str | None]:
+    """`directml@1.10.1` -> ("directml", "1.10.1"): a backend instance is a backend's name and a
+    variant its class understands (`instance_option`: DirectML's DLL version), so that one run
+    compares several versions side by side, each under its own name in records and the matrix."""
+    base, sep, variant = name.partition("@")
+    return base, (variant if sep and variant else None)
+
+
 def load_backend(name: str, **options: Any) -> Backend:
-    """Instantiate a backend by name; ValueError lists the names that exist."""
+    """Instantiate a backend by name (or instance name, `base@variant`); ValueError lists the names
+    that exist, or says that the backend takes no variant."""
+    base, variant = split_instance(name)
     eps = backend_entry_points()
-    if name not in eps:
-        raise ValueError(f"unknown backend {name!r}; installed: {', '.join(sorted(eps)) or 'none'}")
-    cls = eps[name].load()
-    return cls(**options)
+    if base not in eps:
+        raise ValueError(f"unknown backend {base!r}; installed: {', '.join(sorted(eps)) or 'none'}")
+    cls = eps[base].load()
+    if variant is not None:
+        option = getattr(cls, "instance_option", None)
+        if option is None:
+            raise ValueError(f"backend {base!r} takes no variant (given {name!r})")
+        options[option] = variant
+    backend = cls(**options)
+    if variant is not None:
+        backend.name = name  # records, the matrix and reports name the instance
+    return backend
 
 
 def describe_backends(**options: Any) -> list[BackendInfo]:
@@ -82,5 +100,12 @@ def expectations_dir(name: str) -> Path | None:
 
 def expectations_for(name: str, override: Path | None = None) -> ExpectationSet:
     """The known divergences of backend `name`: from `override` (--expectations-dir) when given,
-    else from the directory the backend ships."""
-    return load_expectations(name, override if override is not None else expectations_dir(name))
+    else from the directory the backend ships. An instance (`directml@1.10.1`) has its backend's
+    expectations and those of its own files (`directml@1.10.1.yaml`, `directml@1.10.1/*.yaml`)."""
+    base, variant = split_instance(name)
+    directory = override if override is not None else expectations_dir(base)
+    found = load_expectations(base, directory)
+    if variant is not None:
+        own = load_expectations(name, directory)
+        found = ExpectationSet(name, list(found.items) + list(own.items))
+    return found

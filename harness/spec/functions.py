@@ -214,7 +214,8 @@ def _shift(a: Any, n: Any, left: bool) -> np.ndarray:
     the width gives). Counts of 64 and more give 0 (left, or right of a non-negative value) or -1
     (right of a negative signed value); a negative count is treated as 0."""
     value = np.asarray(a)
-    count = np.clip(np.asarray(n).astype(np.int64), 0, 64)
+    raw = np.asarray(n)
+    count = (np.minimum(raw, 64) if raw.dtype.kind == "u" else np.clip(raw, 0, 64)).astype(np.int64)
     kind = value.dtype if value.dtype.kind in "iu" else np.dtype(np.int64)
     value = value.astype(kind)
     small = np.minimum(count, 63).astype(kind)
