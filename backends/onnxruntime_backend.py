@@ -26,6 +26,7 @@ from harness.model.layout import output_buffer, read_logical
 from harness.spec.fused import fused_choice
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs
 from harness.model.validator import case_verdict
+from harness.generate.types import primary_input
 from harness.model.facts import attribute_names, scalar_union
 from harness.spec.shape_expr import parse_shape_expr
 
@@ -202,7 +203,7 @@ class OnnxRuntimeBackend:
         only = entry.get("types")  # the primary input types the mapping covers (others: unsupported)
         if only is not None:
             spec = self.specs.operator(op)
-            first = d.tensors[spec.formula.inputs[next(iter(spec.formula.inputs))]]
+            first = d.tensors[primary_input(spec)]
             if first is not None and first.data_type not in only:
                 raise _Unsupported(f"the ONNX mapping of {op} covers {', '.join(only)} only "
                                    f"({entry.get('types_why', 'backends/onnxruntime_ops')})")

@@ -33,7 +33,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import output_buffers, read_logical
 from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
-from harness.spec.context import formula_context
+from harness.spec.context import element_coordinates, element_names_read, formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
 from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs, struct_variables
@@ -389,6 +389,8 @@ class WorstLegalBackend:
             with np.errstate(invalid="ignore"):
                 operands[var] = (np.broadcast_to(raw, shape).reshape(-1).astype(np.float64), "input", desc.data_type)
         ctx = formula_context(spec, tensor_types, {}, descriptor.attributes)
+        for var, coordinate in element_coordinates(shape, element_names_read(spec)).items():  # exact integers
+            operands[var] = (coordinate.reshape(-1), "constant", None)
         for var in spec.formula.attributes:
             field = spec.field(var)
             if field.struct is not None:  # has_F and the members F_M (FLOAT states)

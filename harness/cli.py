@@ -112,6 +112,14 @@ def cmd_spec_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spec_table(args: argparse.Namespace) -> int:
+    """The operator inventory by family, with how many ONNX Runtime maps (Markdown)."""
+    from backends.onnxruntime_backend import load_mappings
+    from harness.spec.inventory import inventory_markdown
+    print(inventory_markdown(_load(args), set(load_mappings())))
+    return EXIT_OK
+
+
 def cmd_spec_show(args: argparse.Namespace) -> int:
     specs = _load(args)
     if args.operator not in specs.operators:
@@ -386,6 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--format", choices=["markdown", "json"], default="markdown", help="what to print (default: %(default)s)")
     docs.add_argument("--json", default=None, help="also write the JSON report to this file")
     docs.set_defaults(func=cmd_spec_check_docs)
+    table = spec_sub.add_parser("table", help="print the operator inventory by family (the README's table)")
+    table.set_defaults(func=cmd_spec_table)
     sdiff = spec_sub.add_parser("diff", help="what changed between two spec directories or git revisions")
     sdiff.add_argument("old", help="a specs directory or a git revision (e.g. HEAD~1)")
     sdiff.add_argument("new", help="a specs directory or a git revision")

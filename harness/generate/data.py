@@ -57,8 +57,9 @@ def _context(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.nda
                 variables[var] = views[tensor].astype(np.float64)
         else:
             variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
+    out = descriptor.tensors.get(spec.formula.output)
     return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t}, variables,
-                           descriptor.attributes)
+                           descriptor.attributes, output_sizes=None if out is None else out.sizes)
 
 
 def _write_favoured(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray],

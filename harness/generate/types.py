@@ -135,8 +135,15 @@ def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_i
 
 
 def primary_input(spec: OperatorSpec) -> str:
-    """The tensor whose data type names a case (the formula's first input)."""
-    return next(iter(spec.formula.inputs.values()))
+    """The tensor whose data type names a case (the formula's first input; its output when it reads
+    no input tensor, as FILL_VALUE_CONSTANT)."""
+    return next(iter(spec.formula.inputs.values()), spec.formula.output)
+
+
+def primary_type(spec: OperatorSpec, types: dict[str, str | None]) -> str | None:
+    """The data type that names a case of these per-tensor `types`: the primary input's, or the
+    output's where the primary input is an absent optional tensor (DIAGONAL_MATRIX1 without input)."""
+    return types.get(primary_input(spec)) or types.get(spec.formula.output)
 
 
 def shape_group(spec: OperatorSpec) -> set[str]:
@@ -176,7 +183,7 @@ def _build_plan(spec: OperatorSpec, level: str, data_type: str | None, member: s
     plan = []
     group = shape_group(spec)
     for types in valid_type_assignments(spec, level, member):
-        if data_type is not None and types[primary_input(spec)] != data_type:
+        if data_type is not None and primary_type(spec, types) != data_type:
             continue
         present = [n for n, t in types.items() if t is not None]
         lo, hi = dim_range(spec, level, [n for n in present if n in group] or present, member)

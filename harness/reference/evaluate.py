@@ -220,7 +220,8 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
     for var, tensor in spec.formula.inputs.items():
         desc = descriptor.tensors.get(tensor)
         if desc is None:
-            variables[var] = np.asarray(spec.formula.absent_inputs[var])
+            absent = spec.formula.absent_inputs[var]
+            variables[var] = absent if isinstance(absent, int) else np.asarray(absent)  # an int keeps UINT64 exact
             continue
         dtype = catalog.dtype(desc.data_type)
         if spec.formula.operands == "raw_bits":
@@ -237,7 +238,7 @@ def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
     return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}, variables,
-                           descriptor.attributes, catalog.dtype(out_desc.data_type).numpy)
+                           descriptor.attributes, catalog.dtype(out_desc.data_type).numpy, out_desc.sizes)
 
 
 # A formula with exp() is not exact in float64 even before the last rounding: np.exp and np.expm1

@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.judge.status import Status, is_failure
 from harness.run.results import CaseRecord, worst_per_case
 from harness.spec.operator import SpecSet
-from harness.generate.types import coverage_plan, primary_input
+from harness.generate.types import coverage_plan, primary_type
 
 STATES = ["fail", "expected", "pass", "unsupported", "not run"]
 INVALID_COLUMN = "invalid descriptors"
@@ -64,7 +64,7 @@ def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
                 spec = specs.operator(op)
                 types = set()
                 if spec.has_table_at(level):
-                    types = {plan[0][primary_input(spec)] for plan in coverage_plan(spec, level)}
+                    types = {primary_type(spec, plan[0]) for plan in coverage_plan(spec, level)}
                 types |= {k[3] for k in counts if k[:3] == (backend, op, level) and k[3] != "?"}
                 for t in sorted(types, key=lambda n: specs.catalog.dtype(n).enum if n in specs.catalog.data_types else 99):  # invalid column last
                     cells.append(Cell(backend, op, level, t, dict(counts.get((backend, op, level, t), {}))))

@@ -45,7 +45,7 @@ def device_level(backend: Backend, specs: SpecSet) -> str:
 
 
 def case_data_type(spec: OperatorSpec, case: Case) -> str:
-    t = case.descriptor.tensors.get(primary_input(spec))
+    t = case.descriptor.tensors.get(primary_input(spec)) or case.descriptor.tensors.get(spec.formula.output)
     return t.data_type if t is not None else "?"
 
 

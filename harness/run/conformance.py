@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from harness.judge.status import Status, severity, status_tag
 from harness.report.allure import add_tags, attach_liberties, attach_outcome, label_status, label_test
 from harness.generate.cases import example_case
+from harness.generate.types import primary_type
 from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
 from harness.generate.breakers import invalid_cases
@@ -141,7 +142,7 @@ def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, s
     example = next(e for e in spec.examples if e.name == name)
     case = example_case(spec, example)
     tally = _Tally()
-    label_test(backend, op, case.feature_level, example.types[spec.input_fields[0].name], "example", spec.path,
+    label_test(backend, op, case.feature_level, primary_type(spec, example.types), "example", spec.path,
                {"backend": backend, "operator": op, "feature level": case.feature_level, "example": name})
     outcome = _run(request, backend, spec, case, "example", tally)
     tally.finish(request)

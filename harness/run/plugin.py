@@ -37,7 +37,7 @@ from harness.run.case import device_level
 from harness.spec.source import SpecError
 from harness.generate.sweeps import sweeps
 from harness.generate.breakers import candidate_rules, rule_reachable
-from harness.generate.types import coverage_plan, primary_input
+from harness.generate.types import coverage_plan, primary_type
 
 CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
 _DEFAULT_SPECS = None  # loaded once, on first use
@@ -383,7 +383,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 for level, skip in _levels_for(config, backend, spec):
                     if not spec.has_table_at(level):
                         continue
-                    types = sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)},
+                    types = sorted({primary_type(spec, cell[0]) for cell in coverage_plan(spec, level)},
                                    key=lambda t: specs.catalog.dtype(t).enum)
                     for t in types:
                         if dtypes and t not in dtypes:
@@ -406,7 +406,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for backend in config.dml_names:
             for spec in _operators(config):
                 for example in spec.examples:
-                    if dtypes and example.types[primary_input(spec)] not in dtypes:
+                    if dtypes and primary_type(spec, example.types) not in dtypes:
                         continue
                     params.append(_param([(backend, spec.name, example.name)], f"{spec.name}-{example.name}-{backend}",
                                          _unavailable(config, backend)))

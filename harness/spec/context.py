@@ -7,11 +7,12 @@ catalog's type ranges, and the constants evaluated after the attributes they may
 """
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import numpy as np
 
-from harness.spec.expr import EvalContext
+from harness.spec.expr import ELEMENT_NAMES, LINEAR_INDEX, EvalContext
 from harness.spec.operator import OperatorSpec
 
 
@@ -42,11 +43,47 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
     return out
 
 
+def element_names_read(spec: OperatorSpec) -> frozenset[str]:
+    """The element-coordinate names any formula of `spec` reads (only those are bound: linear_index
+    costs an int64 array of the output's size)."""
+    if spec.formula.family is not None:
+        return frozenset()
+    formulas = [spec.formula.expression, *(r.when for r in spec.unspecified), *(f.expression for f in spec.favour)]
+    formulas += [f for c in spec.comparison.values() for f in (c.atol, c.ties) if f is not None]
+    return frozenset(n for f in formulas for n in f.names if n in ELEMENT_NAMES)
+
+
+def element_coordinates(sizes: Any, names: Any = ELEMENT_NAMES, index_dtype: Any = np.int64) -> dict[str, np.ndarray]:
+    """`names` (of ELEMENT_NAMES) as exact int64 arrays of shape `sizes`: each coordinate a read-only
+    broadcast view (no copy), linear_index np.arange over the elements in `index_dtype` (uint64 for a
+    UINT64 output, so that `ValueStart + linear_index * ValueDelta` stays an exact uint64, modulo 2^64,
+    where int64 next to uint64 would promote to float64)."""
+    shape = tuple(int(s) for s in sizes)
+    rank = len(shape)
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        if name == LINEAR_INDEX:
+            out[name] = np.arange(prod(shape), dtype=index_dtype).reshape(shape)
+            continue
+        axis = rank - 1 - int(name[len("coord"):])
+        if axis < 0:
+            out[name] = np.broadcast_to(np.int64(0), shape)
+            continue
+        along = np.arange(shape[axis], dtype=np.int64).reshape([shape[axis] if d == axis else 1 for d in range(rank)])
+        out[name] = np.broadcast_to(along, shape)
+    return out
+
+
 def formula_context(spec: OperatorSpec, tensor_types: dict[str, str], variables: dict[str, Any],
-                    attributes: dict[str, float], output_numpy_dtype: Any = None) -> EvalContext:
+                    attributes: dict[str, float], output_numpy_dtype: Any = None,
+                    output_sizes: Any = None) -> EvalContext:
     """The context in which `spec`'s expressions are evaluated: `variables` (the inputs, bound by
-    the caller), the attributes, then the constants."""
+    the caller), the element coordinates the spec reads (when `output_sizes` is given), the
+    attributes, then the constants."""
     ctx = EvalContext(variables=dict(variables), tensor_types=dict(tensor_types), type_ranges=spec.catalog.type_ranges())
+    if output_sizes is not None:
+        uint64_out = tensor_types.get(spec.formula.output) == "UINT64"
+        ctx.variables.update(element_coordinates(output_sizes, element_names_read(spec), np.uint64 if uint64_out else np.int64))
     if output_numpy_dtype is not None:
         ctx.output_numpy_dtype = output_numpy_dtype
     ctx.variables.update(attribute_values(spec, attributes))

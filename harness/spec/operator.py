@@ -17,7 +17,7 @@ import jsonschema
 import numpy as np
 
 from harness.spec.catalog import Catalog, DataType, load_catalog
-from harness.spec.expr import FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
+from harness.spec.expr import ELEMENT_NAMES, FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
 from harness.spec.families import FamilySpec, element_variables, formula_variables, read_family
 from harness.spec.schema import OPERATOR_SCHEMA
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
@@ -1107,6 +1107,9 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
                                             _kind_facts(fraw, support, tensor_kinds, constant_kinds))
     names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names) | set(computed)
+    if family is None:  # an element's coordinates (coord0..coord7, linear_index): exact integers
+        names |= ELEMENT_NAMES
+        constant_kinds.update({name: frozenset({INTEGER}) for name in ELEMENT_NAMES})
     _check_names(src, ("formula", "expression"), expression, names, tensor_names)
     evaluated = _kind_facts(fraw, support, tensor_kinds, constant_kinds)
     generated = _kind_facts(fraw, support, tensor_kinds, constant_kinds, generator=True)
@@ -1115,7 +1118,8 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
     for var, raw in fraw.get("absent_inputs", {}).items():
         if var not in fraw["inputs"]:
             raise src.error(("formula", "absent_inputs", var), f"{var!r} is not a formula input")
-        absent[var] = float(raw["value"])
+        # a whole number stays a Python int: next to UINT64 or INT64 values it keeps their type (exact)
+        absent[var] = raw["value"] if isinstance(raw["value"], int) else float(raw["value"])
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
                               absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family)
     return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)

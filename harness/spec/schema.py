@@ -151,7 +151,7 @@ OPERATOR_SCHEMA: dict = {
                 "docs": {"type": "string"},
                 "expression": _EXPR,
                 "operands": {"enum": ["value", "raw_bits"]},
-                "inputs": {"type": "object", "minProperties": 1, "additionalProperties": _NAME},
+                "inputs": {"type": "object", "additionalProperties": _NAME},  # {}: a generator (FILL_VALUE_CONSTANT)
                 "attributes": {"type": "array", "items": _NAME},
                 "constants": {"type": "object", "additionalProperties": _EXPR},
                 "absent_inputs": {"type": "object", "additionalProperties": {
