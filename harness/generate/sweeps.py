@@ -1,8 +1,12 @@
-"""Exhaustive sweeps: every value of every 8- and 16-bit type through every unary operator.
+"""Exhaustive sweeps: every value of every 8- and 16-bit type through every unary operator, and
+every pair of 8-bit values through every binary one.
 
 A unary operator is one whose formula reads a single input tensor. Each sweep is one case: a
 1-D tensor (or the smallest shape the newest table allows) holding every bit pattern once, with
-attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and opt-in.
+attributes at their defaults. The fp32 sweep (all 2^32 patterns) is chunked and opt-in. A binary
+operator (two input tensors, both read) is swept on each 8-bit type both inputs may take
+together: the first input holds each value 256 times in a row, the second all 256 values each
+time, so the 65,536 elements are every pair once.
 
 The output takes every type the table and the constraints allow next to the swept input type:
 the input's own type where the constraints tie the output to it, every allowed output type where
@@ -51,6 +55,11 @@ def is_unary(spec: OperatorSpec) -> bool:
     return len(spec.formula.inputs) == 1 and len(spec.input_fields) == 1 and spec.formula.family is None
 
 
+def is_binary(spec: OperatorSpec) -> bool:
+    """An element-wise operator of two input tensors, both read by its formula."""
+    return len(spec.formula.inputs) == 2 and len(spec.input_fields) == 2 and spec.formula.family is None
+
+
 def group_members(spec: OperatorSpec, level: str) -> list[str | None]:
     """One member per variant group with a table at `level` (the key's default where the group
     holds it, else its first member); [None] without a variant key."""
@@ -80,7 +89,7 @@ def sweeps(specs: SpecSet, operators: list[str] | None = None, level: str | None
     for spec in specs.operators.values():
         if operators and spec.name not in operators:
             continue
-        if not is_unary(spec):
+        if not (is_unary(spec) or is_binary(spec)):
             continue
         for member in group_members(spec, level):
             out.extend(_sweeps_of(specs, spec, level, member, include_fp32, fp32_chunks))
@@ -91,17 +100,21 @@ def _sweeps_of(specs: SpecSet, spec: OperatorSpec, level: str, member: str | Non
                fp32_chunks: list[int] | None) -> list[Sweep]:
     """The sweeps of one table (one variant group's, with the key at `member`)."""
     enum = lambda n: specs.catalog.dtype(n).enum  # noqa: E731
-    source, target = spec.input_fields[0].name, spec.formula.output
+    sources, target = [f.name for f in spec.input_fields], spec.formula.output
     pairs: dict[str, set[str]] = {}
     for types in valid_type_assignments(spec, level, member):
-        if types[source] is not None and types[target] is not None:
-            pairs.setdefault(types[source], set()).add(types[target])
+        first = types[sources[0]]
+        if first is not None and types[target] is not None and all(types[s] == first for s in sources):
+            pairs.setdefault(first, set()).add(types[target])
     out = []
+    widths = (8, 16) if len(sources) == 1 else (8,)  # a binary 16-bit sweep would be 2^32 pairs
     for name in sorted(pairs, key=enum):
         dtype = specs.catalog.dtype(name)
         outputs = sorted(pairs[name], key=lambda t: (t != name, enum(t)))  # the input's own type first
         outputs = [t for t in outputs if specs.catalog.dtype(t).has_numpy]
-        if dtype.bits in (8, 16) and dtype.has_numpy:
+        if len(sources) == 2 and name == "FLOAT32":
+            continue  # pairs of fp32 values are not swept
+        if dtype.bits in widths and dtype.has_numpy:
             out.extend(Sweep(spec.name, name, level, output_type=None if t == name else t, member=member) for t in outputs)
         elif name == "FLOAT32" and include_fp32:
             for t in outputs:
@@ -121,11 +134,20 @@ def sweep_values(specs: SpecSet, sweep: Sweep) -> np.ndarray:
 def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
     spec = specs.operator(sweep.operator)
     values = sweep_values(specs, sweep)
-    sizes = _shape_for(spec, sweep.level, len(values), sweep.member)
+    if is_binary(spec):  # every pair: the first input's values in runs, the second's repeated
+        arrays = [np.repeat(values, len(values)), np.tile(values, len(values))]
+    else:
+        arrays = [values]
+    sizes = _shape_for(spec, sweep.level, len(arrays[0]), sweep.member)
     types = {f.name: sweep.data_type for f in spec.tensor_fields}
     if sweep.output_type is not None:
         types[spec.formula.output] = sweep.output_type
-    case = case_from_arrays(spec, sweep.level, types, {spec.input_fields[0].name: values.reshape(sizes)}, sizes=sizes,
-                            attributes=spec.variant_attributes(sweep.member) or None, origin=f"sweep:{sweep.id}")
+    inputs = {f.name: a.reshape(sizes) for f, a in zip(spec.input_fields, arrays)}
+    attributes = dict(spec.variant_attributes(sweep.member) or {})
+    for f in spec.attribute_fields:  # a DML_SCALAR_UNION holds the swept type (its default value)
+        if f.is_scalar_union and f.typed_by is not None:
+            attributes[f.typed_by] = float(specs.catalog.dtype(sweep.data_type).enum)
+    case = case_from_arrays(spec, sweep.level, types, inputs, sizes=sizes,
+                            attributes=attributes or None, origin=f"sweep:{sweep.id}")
     case.tags = ["exhaustive"]
     return case

@@ -196,12 +196,13 @@ def test_sweeps_cover_only_supported_unary_pairs():
     # does not exist yet, QUANTIZE_LINEAR is not unary
     assert by_operator["ACTIVATION_HARD_SIGMOID"] == {"FLOAT16"} and by_operator["ELEMENT_WISE_SIGN"] == {"FLOAT16"}
     assert "ELEMENT_WISE_BIT_NOT" not in by_operator and "ELEMENT_WISE_QUANTIZE_LINEAR" not in by_operator
-    for w in old:  # any other operator of the specs: a supported 8/16-bit type of a one-input operator
+    for w in old:  # any other operator: a supported 8/16-bit input type (8-bit for two inputs) and output type
         spec = SPECS.operator(w.operator)
         table = spec.table_for("2.0", w.member)
-        assert len(spec.input_fields) == 1 and table is not None, w.id
-        assert SPECS.catalog.dtype(w.data_type).bits in (8, 16), w.id
-        assert all(w.data_type in cell.types for cell in table.tensors.values()), w.id
+        assert len(spec.input_fields) in (1, 2) and table is not None, w.id
+        assert SPECS.catalog.dtype(w.data_type).bits in ((8, 16) if len(spec.input_fields) == 1 else (8,)), w.id
+        assert all(w.data_type in table.tensors[f.name].types for f in spec.input_fields), w.id
+        assert (w.output_type or w.data_type) in table.tensors[spec.formula.output].types, w.id
 
 
 @pytest.mark.parametrize("attrs,same_in_float32", [
