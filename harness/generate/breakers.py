@@ -395,6 +395,8 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
         # some valid descriptors leave a shape rule nothing to break alone (an index tensor's shape rule
         # fixes no size where every index dim is meaningful): draw another one
         reject()
+    if result is None and rule == "in_place.not_allowed" and rule_reachable(spec, level, rule):
+        reject()  # the drawn descriptor left its optional input out: nothing to alias; draw another
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result

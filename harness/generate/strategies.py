@@ -151,6 +151,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     if derived and not group:  # index-space operators: the free tensors take the cell's dimension count
         group = {f.name for f in spec.tensor_fields if f.name not in derived}
     attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
+    if not _attribute_rules_hold(spec, attributes):  # a rule over scalar attributes alone (a minimum a FLOAT attribute must reach)
+        reject()
     attributes.update(spec.variant_attributes(member))  # the member the cell's table is for
     attributes.update(draw(_struct_values(spec)))
     attributes.update(draw(_fused_values(spec, level)))
@@ -184,6 +186,26 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
     return Descriptor(spec.name, tensors, attributes, aliases)
+
+
+@lru_cache(maxsize=None)
+def _attribute_rules(spec: OperatorSpec) -> tuple:
+    """The expression rules that read scalar attributes only (no tensor, no array, no guard)."""
+    scalars = {f.name for f in spec.attribute_fields
+               if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
+    return tuple(c for c in spec.constraints if c.rule == "expression" and c.check is not None and c.guard is None
+                 and not c.reads and c.expression_names and c.expression_names <= scalars)
+
+
+def _attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float]) -> bool:
+    """Whether the drawn scalar attributes keep the rules over them alone; the generator draws
+    again where not (such rules are rare and their pools mostly keep them)."""
+    rules = _attribute_rules(spec)
+    if not rules:
+        return True
+    names = {k: (int(v) if float(v).is_integer() else v) for k, v in attributes.items()}
+    results = [c.check.evaluate(names, {}) for c in rules]
+    return all(r is None or bool(r) for r in results)
 
 
 def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:

@@ -136,13 +136,13 @@ def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_i
 
 def primary_input(spec: OperatorSpec) -> str:
     """The tensor whose data type names a case (the formula's first input; its output when it reads
-    no input tensor, as FILL_VALUE_CONSTANT)."""
+    no input tensor: a generator of values)."""
     return next(iter(spec.formula.inputs.values()), spec.formula.output)
 
 
 def primary_type(spec: OperatorSpec, types: dict[str, str | None]) -> str | None:
     """The data type that names a case of these per-tensor `types`: the primary input's, or the
-    output's where the primary input is an absent optional tensor (DIAGONAL_MATRIX1 without input)."""
+    output's where the primary input is an absent optional tensor."""
     return types.get(primary_input(spec)) or types.get(spec.formula.output)
 
 

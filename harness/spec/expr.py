@@ -30,7 +30,7 @@ from harness.spec.functions import BIT_FUNCTIONS, EXACT_VALUE_FUNCTIONS, MATH_FU
 # LAST dimension, `coord1` along the one before it, ... up to `coord7` (0 beyond the output's rank,
 # as for a leading dimension of size 1); `linear_index` is its row-major index over the output's
 # Sizes. Counted from the last dimension so that a formula reads the same for every rank
-# (DIAGONAL_MATRIX's row and column are coord1 and coord0 whatever the batch dimensions) and so that
+# (a diagonal matrix's row and column are coord1 and coord0 whatever the batch dimensions) and so that
 # the arrays broadcast against a leading batch axis (the generator's (count, *Sizes) views).
 COORDINATE_NAMES: tuple[str, ...] = tuple(f"coord{i}" for i in range(8))
 LINEAR_INDEX = "linear_index"

@@ -151,7 +151,7 @@ OPERATOR_SCHEMA: dict = {
                 "docs": {"type": "string"},
                 "expression": _EXPR,
                 "operands": {"enum": ["value", "raw_bits"]},
-                "inputs": {"type": "object", "additionalProperties": _NAME},  # {}: a generator (FILL_VALUE_CONSTANT)
+                "inputs": {"type": "object", "additionalProperties": _NAME},  # {}: an operator that generates its output
                 "attributes": {"type": "array", "items": _NAME},
                 "constants": {"type": "object", "additionalProperties": _EXPR},
                 "absent_inputs": {"type": "object", "additionalProperties": {
