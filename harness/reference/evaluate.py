@@ -21,7 +21,7 @@ import numpy as np
 from harness.spec.catalog import DataType
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.context import attribute_values, formula_context
-from harness.spec.expr import EvalContext, NotExact, evaluate_exact, is_f32_denormal
+from harness.spec.expr import EvalContext, NotExact, evaluate_exact
 from harness.model.layout import read_logical
 from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, struct_variables
