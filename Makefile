@@ -11,7 +11,7 @@ run: setup
 	@bash scripts/run.sh $(RUN_ARGS)
 
 test: setup
-	@.venv/bin/python -m pytest -q tests --reports-dir reports/test-run $(PYTEST_ARGS)
+	@.venv/bin/python -m pytest -q -n 2 tests --reports-dir reports/test-run $(PYTEST_ARGS)
 
 bench: setup
 	@.venv/bin/python benchmarks/bench_reference.py

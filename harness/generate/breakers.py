@@ -371,7 +371,9 @@ def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None
 def _tensors_read(spec: OperatorSpec, rule: str) -> frozenset[str]:
     """The tensors an expression or shape rule reads: the valid descriptor it starts from must
     have them (a rule over an optional tensor, such as a matrix product's optional addend, breaks only where that tensor is present)."""
-    c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape")), None)
+    c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape", "same_shape")), None)
+    if c is not None and c.rule == "same_shape":  # two sizes to make differ: both tensors present
+        return frozenset(c.tensors)
     return frozenset(c.reads) if c is not None else frozenset()
 
 

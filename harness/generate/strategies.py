@@ -148,7 +148,9 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     types, dim_count, member = PlanCell(*cell)
     group = shape_group(spec)
     derived = {c.tensors[0] for c in spec.shape_rules}
-    if derived and not group:  # index-space operators: the free tensors take the cell's dimension count
+    if (derived or len(spec.tensor_fields) == 1) and not group:
+        # index-space operators, and an operator of one tensor (a generator of values): the free
+        # tensors take the cell's dimension count
         group = {f.name for f in spec.tensor_fields if f.name not in derived}
     attributes = {name: float(draw(strategy)) for name, strategy in _attribute_values(spec).items()}
     if not _attribute_rules_hold(spec, attributes):  # a rule over scalar attributes alone (a minimum a FLOAT attribute must reach)

@@ -13,6 +13,8 @@ import threading
 from dataclasses import replace
 
 import numpy as np
+
+from harness.spec.expr import COORDINATE_NAMES, LINEAR_INDEX
 import pytest
 
 import harness.reference.evaluate as reference
@@ -246,6 +248,7 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     variables.update({name: np.abs(rng.standard_normal(N)) * 50 for name in BOUND_VARIABLES.get(family.name if family else "", {})})
     # values a family computes for the formula (matmul's dot product `ab`)
     variables.update({name: rng.standard_normal(N) * 50 for name in formula_variables(family.name if family else None)})
+    variables.update({name: rng.integers(0, 8, N) for name in (*COORDINATE_NAMES, LINEAR_INDEX)})  # element coordinates
     variables.update({name: np.float64(0.25) for name in spec.formula.attributes})
     variables.update({"Min": -128, "Max": 127})
     variables.update(enum_members(spec.fields))

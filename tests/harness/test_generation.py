@@ -15,7 +15,7 @@ from tests.helpers import SPECS, levels_where_tables_change, round_trip
 
 OPERATORS = sorted(SPECS.operators)
 LEVELS = [l.name for l in SPECS.catalog.levels]
-QUICK = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+QUICK = settings(max_examples=20, deadline=None, derandomize=True, database=None,
                  suppress_health_check=list(HealthCheck))
 
 
@@ -25,8 +25,9 @@ def _levels(op):
 
 @pytest.mark.parametrize("op", OPERATORS)
 def test_valid_cases_are_accepted(op):
-    """Hundreds of valid cases per operator, spread over the levels where its tables change (between
-    two of them the validator judges alike), all accepted by the validator."""
+    """Valid cases per operator (20 per level: a hundred operators run here), spread over the levels
+    where its tables change (between two of them the validator judges alike), all accepted by the
+    validator; the conformance suite's numpy cells validate every case they draw too."""
     spec = SPECS.operator(op)
     seen = []
     levels = [lvl for lvl in levels_where_tables_change(spec) if spec.has_table_at(lvl)]
@@ -38,7 +39,7 @@ def test_valid_cases_are_accepted(op):
             assert verdict.accepted, verdict.summary()
             seen.append(case)
         check()
-    assert len(seen) >= 50 * len(levels)
+    assert len(seen) >= 15 * len(levels)
 
 
 def testlevels_where_tables_change():
@@ -57,7 +58,7 @@ def test_invalid_cases_break_exactly_their_rule(op):
             if not rule_reachable(spec, level, rule):
                 continue
 
-            @settings(QUICK, max_examples=5)
+            @settings(QUICK, max_examples=3)
             @given(invalid_cases(spec, level, rule))
             def check(case):
                 verdict = validate(spec, case.descriptor, case.feature_level)
