@@ -35,6 +35,7 @@ from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import element_coordinates, element_names_read, formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
+from harness.spec.functions import MATH_FUNCTIONS
 from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs, struct_variables
 
@@ -281,6 +282,14 @@ def _walk(node: ast.AST, d: _Device) -> _V:
             return d.exp(args[0])
         if name == "clamp":
             return d.min_max(d.min_max(args[0], args[1], "max"), args[2], "min")
+        if name in ("fmod", "floor_mod") or name in MATH_FUNCTIONS:
+            # exact remainders; a transcendental function's own value (legal, not its worst: the
+            # model's bound around it is wide, and a point at its edge would need the function's
+            # error direction per element, which no rule here states)
+            with np.errstate(all="ignore"):
+                value = FUNCTIONS[name][1](None, *[a.v for a in args])
+            return _V(np.asarray(value, dtype=np.float64) if name in MATH_FUNCTIONS else np.asarray(value),
+                      name in MATH_FUNCTIONS or any(a.is_float for a in args))
         v = args[0].v
         with np.errstate(invalid="ignore"):
             if name == "abs":
@@ -289,6 +298,8 @@ def _walk(node: ast.AST, d: _Device) -> _V:
                 return _V(np.rint(v), True)
             if name == "trunc":
                 return _V(np.trunc(v), True)
+            if name in ("floor", "ceil"):  # exact, as trunc
+                return _V(np.floor(v) if name == "floor" else np.ceil(v), True)
             if name == "round_half_away":
                 return _V(np.copysign(np.floor(np.abs(v) + 0.5), v), True)
             if name == "isnan":

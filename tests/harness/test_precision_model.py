@@ -185,7 +185,8 @@ def test_the_worst_legal_device_passes_the_gate_everywhere(specs_with_linear, tm
     # test waits on the run: both cores are free for it); every level of every operator would
     # take over 10 minutes with a hundred operators
     code, records = _run("worst-legal", specs_with_linear, tmp_path, ["ladder"], max_examples=2, workers=2)
-    bad = [(r["operator"], r["data_type"], r["status"], r["summary"]) for r in records if r["status"] not in ("pass", "rejected-invalid")]
+    bad = [(r["operator"], r["data_type"], r["status"], r["summary"]) for r in records
+           if r["status"] not in ("pass", "rejected-invalid", "diverges-on-unspecified")]  # the last: legal by definition
     assert code == 0 and not bad, bad[:5]
     taken = {liberty for r in records for liberty in r.get("liberties", {})}
     assert {"fp32 denormal input flushed", "division through the reciprocal",
