@@ -454,6 +454,17 @@ class LegalEvaluator:
             out.append(_bool_part(true, false, p.tags))
         return out
 
+    def _with_result_flush(self, *parts: Part) -> Value:
+        """A function's result parts that hold values, each with its fp32 result flush where the
+        compute type flushes denormals."""
+        out: Value = []
+        for part in parts:
+            if part.present.any():
+                out.append(part)
+                if self.rules.flush_denormals:
+                    out += _flush_parts(part, liberty_bit("fp32_result_flush"))
+        return out
+
     def exp(self, a: Value) -> Value:
         """exp over each part (monotone): the exact exp rounded to its neighbours (the ordinary
         rounding liberty), and the D3D bound of the type's exp rule, exp(x) * e^(+-argument * |x|)
@@ -480,11 +491,7 @@ class LegalEvaluator:
                 b_hi = np.exp(shifted_hi) * np.where(p.hi == 0, 1.0, 1.0 + relative)
                 bound = Part(np.where(real, _down(b_lo, self.dtype), np.nan), np.where(real, _up(b_hi, self.dtype), np.nan),
                              np.zeros_like(p.nan), p.tags | exp_tag, True)
-            for part in (near, bound):
-                if part.present.any():
-                    out.append(part)
-                    if self.rules.flush_denormals:
-                        out += _flush_parts(part, liberty_bit("fp32_result_flush"))
+            out += self._with_result_flush(near, bound)
         return _limit(out)
 
     def math(self, name: str, args: list[Value]) -> Value:
@@ -526,11 +533,7 @@ class LegalEvaluator:
                 b_lo, b_hi = np.where(widen, lo - slack, np.nan), np.where(widen, hi + slack, np.nan)
             wide = Part(np.where(widen, _down(b_lo, self.dtype), np.nan), np.where(widen, _up(b_hi, self.dtype), np.nan),
                         np.zeros_like(nan), tags | tag, True)
-            for part in (near, wide):
-                if part.present.any():
-                    out.append(part)
-                    if self.rules.flush_denormals:
-                        out += _flush_parts(part, liberty_bit("fp32_result_flush"))
+            out += self._with_result_flush(near, wide)
         return _limit(out)
 
     def remainder(self, name: str, a: Value, b: Value) -> Value:

@@ -7,6 +7,7 @@ catalog's type ranges, and the constants evaluated after the attributes they may
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from math import prod
 from typing import Any
 
@@ -22,7 +23,6 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
     typing field names an integer type: that one is an exact int64 (uint64 for UINT64) scalar, as
     the device reads the union's integer member (float64 would merge 64-bit neighbours beyond 2^53)."""
     out: dict[str, Any] = {}
-    by_enum = {t.enum: t for t in spec.catalog.data_types.values()}
     for name in spec.formula.attributes:
         field = spec.field(name)
         if field.struct is not None:  # a struct pointer: has_F, and F_M (0 where the pointer is null)
@@ -34,7 +34,10 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
             continue
         value = attributes.get(name, spec.field(name).default)
         value = 0.0 if value is None else value
-        union_type = by_enum.get(int(attributes.get(field.typed_by, -1))) if field.is_scalar_union else None
+        union_type = None
+        if field.is_scalar_union:  # the DML_TENSOR_DATA_TYPE its typing field holds
+            enum = int(attributes.get(field.typed_by, -1))
+            union_type = next((t for t in spec.catalog.data_types.values() if t.enum == enum), None)
         whole = isinstance(value, (int, np.integer)) or (np.isfinite(float(value)) and float(value) == int(value))
         if union_type is not None and not union_type.is_float and whole:
             out[name] = np.uint64(int(value)) if union_type.name == "UINT64" else np.int64(int(value))
@@ -43,6 +46,7 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
     return out
 
 
+@lru_cache(maxsize=None)  # per spec object (identity-hashed): evaluated for every case
 def element_names_read(spec: OperatorSpec) -> frozenset[str]:
     """The element-coordinate names any formula of `spec` reads (only those are bound: linear_index
     costs an int64 array of the output's size)."""

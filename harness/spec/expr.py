@@ -818,42 +818,23 @@ def _exact_exp(v: Any) -> Any:
     return Fraction(value)
 
 
-def _exact_sqrt(v: Any) -> Any:
-    """sqrt to EXP_DIGITS digits, as exp (the square root of a non-square rational is irrational)."""
-    from decimal import Context, Decimal
-    from fractions import Fraction
-    if v < 0:
-        raise NotExact("sqrt of a negative value")
-    ctx = Context(prec=EXP_DIGITS, Emax=10 ** 6, Emin=-10 ** 6)
-    return Fraction(ctx.divide(Decimal(v.numerator), Decimal(v.denominator)).sqrt(ctx))
-
-
-def _exact_math(name: str) -> Callable[..., Any]:
+def _or_not_exact(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    """`f`, with its domain errors (a remainder by zero, a complex result) as NotExact."""
     def call(*args: Any) -> Any:
         try:
-            return MATH_FUNCTIONS[name].exact(*args)
+            return f(*args)
         except (ArithmeticError, ValueError) as exc:
             raise NotExact(f"{name}: {exc}") from None
     return call
 
 
-def _exact_remainder(f: Callable[..., Any]) -> Callable[..., Any]:
-    def call(a: Any, b: Any) -> Any:
-        try:
-            return f(a, b)
-        except ArithmeticError as exc:
-            raise NotExact(str(exc)) from None
-    return call
-
-
 _EXACT_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    **{name: _exact_math(name) for name in MATH_FUNCTIONS},
+    **{name: _or_not_exact(name, f.exact) for name, f in MATH_FUNCTIONS.items()},  # sqrt among them (mpmath)
     "exp": _exact_exp,
-    "sqrt": _exact_sqrt,
     "floor": lambda v: v.numerator // v.denominator,
     "ceil": lambda v: -((-v.numerator) // v.denominator),
-    "fmod": _exact_remainder(exact_fmod),
-    "floor_mod": _exact_remainder(exact_floor_mod),
+    "fmod": _or_not_exact("fmod", exact_fmod),
+    "floor_mod": _or_not_exact("floor_mod", exact_floor_mod),
     "where": lambda c, a, b: a if c else b,
     "min": _exact_min,
     "max": _exact_max,

@@ -44,15 +44,13 @@ def _quiet(f: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
 # --- ranges over intervals (the precision model) --------------------------------------------------
 
-def _increasing(f: Callable[..., np.ndarray]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """A monotone function: its ends (fmin/fmax: an end outside the domain, NaN, gives way to the other)."""
+def _monotone(f: Callable[..., np.ndarray]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """A monotone function (either direction): its ends, ordered (fmin/fmax: an end outside the
+    domain, NaN, gives way to the other)."""
     def rng(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a, b = f(lo), f(hi)
         return np.fmin(a, b), np.fmax(a, b)
     return rng
-
-
-_decreasing = _increasing  # the ends, ordered: the same range
 
 
 def _periodic(f: Callable[..., np.ndarray], peak: float) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -87,10 +85,10 @@ def _corners(f: Callable[..., np.ndarray]) -> Callable[..., tuple[np.ndarray, np
     """A two-argument function whose extremes over a box lie at its corners (pow for a positive
     base: exp(y ln x), bilinear in (y, ln x) under a monotone exp)."""
     def rng(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values = np.stack([f(a, b) for a in (alo, ahi) for b in (blo, bhi)])
         import warnings
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all corners NaN: NaN, as wanted
+            values = np.stack([f(a, b) for a in (alo, ahi) for b in (blo, bhi)])
             return np.nanmin(values, axis=0), np.nanmax(values, axis=0)
     return rng
 
@@ -103,13 +101,11 @@ def _atan2_range(ylo: np.ndarray, yhi: np.ndarray, xlo: np.ndarray, xhi: np.ndar
     return np.where(cut, -np.pi, lo), np.where(cut, np.pi, hi)
 
 
-def _pow_range(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """pow over a box: its corners. Exact for a positive base (exp(y ln x) is bilinear in (y, ln x)
-    under a monotone exp), a point, or one integer exponent (monotone in the base on each side of
-    0); a negative base under a range of exponents holds NaN at the fractional ones, which the
-    precision model adds from the corners."""
-    with np.errstate(all="ignore"):
-        return _corners(np.power)(alo, ahi, blo, bhi)
+# pow over a box: its corners. Exact for a positive base (exp(y ln x) is bilinear in (y, ln x)
+# under a monotone exp), a point, or one integer exponent (monotone in the base on each side of
+# 0); a negative base under a range of exponents holds NaN at the fractional ones, which the
+# precision model adds from the corners.
+_pow_range = _corners(np.power)
 
 
 # --- exact values (mpmath) ----------------------------------------------------------------------
@@ -154,27 +150,28 @@ class MathFunction:
     meaning: str
 
 
-def _unary(f: Callable[[np.ndarray], np.ndarray], mp_name: str, rng: Any, meaning: str) -> MathFunction:
+def _unary(f: Callable[[np.ndarray], np.ndarray], mp_name: str, meaning: str) -> MathFunction:
+    """A monotone function of one argument."""
     q = _quiet(f)
-    return MathFunction(1, q, _exact(mp_name), rng(q) if rng in (_increasing, _decreasing) else rng, meaning)
+    return MathFunction(1, q, _exact(mp_name), _monotone(q), meaning)
 
 
 MATH_FUNCTIONS: dict[str, MathFunction] = {
-    "sqrt": _unary(np.sqrt, "sqrt", _increasing, "the square root; sqrt(-0) = -0, NaN below zero"),
-    "log": _unary(np.log, "log", _increasing, "natural logarithm; log(+-0) = -inf, log(x < 0) = NaN"),
+    "sqrt": _unary(np.sqrt, "sqrt", "the square root; sqrt(-0) = -0, NaN below zero"),
+    "log": _unary(np.log, "log", "natural logarithm; log(+-0) = -inf, log(x < 0) = NaN"),
     "sin": MathFunction(1, _quiet(np.sin), _exact("sin"), _periodic(_quiet(np.sin), np.pi / 2), "sine (radians)"),
     "cos": MathFunction(1, _quiet(np.cos), _exact("cos"), _periodic(_quiet(np.cos), 0.0), "cosine (radians)"),
     "tan": MathFunction(1, _quiet(np.tan), _exact("tan"), _tan_range, "tangent (radians)"),
-    "asin": _unary(np.arcsin, "asin", _increasing, "arcsine in [-pi/2, pi/2]; NaN outside [-1, 1]"),
-    "acos": _unary(np.arccos, "acos", _decreasing, "arccosine in [0, pi]; NaN outside [-1, 1]"),
-    "atan": _unary(np.arctan, "atan", _increasing, "arctangent in [-pi/2, pi/2]"),
-    "sinh": _unary(np.sinh, "sinh", _increasing, "hyperbolic sine"),
+    "asin": _unary(np.arcsin, "asin", "arcsine in [-pi/2, pi/2]; NaN outside [-1, 1]"),
+    "acos": _unary(np.arccos, "acos", "arccosine in [0, pi]; NaN outside [-1, 1]"),
+    "atan": _unary(np.arctan, "atan", "arctangent in [-pi/2, pi/2]"),
+    "sinh": _unary(np.sinh, "sinh", "hyperbolic sine"),
     "cosh": MathFunction(1, _quiet(np.cosh), _exact("cosh"), _cosh_range, "hyperbolic cosine"),
-    "tanh": _unary(np.tanh, "tanh", _increasing, "hyperbolic tangent"),
-    "asinh": _unary(np.arcsinh, "asinh", _increasing, "inverse hyperbolic sine"),
-    "acosh": _unary(np.arccosh, "acosh", _increasing, "inverse hyperbolic cosine; NaN below 1"),
-    "atanh": _unary(np.arctanh, "atanh", _increasing, "inverse hyperbolic tangent; +-inf at +-1, NaN beyond"),
-    "erf": _unary(_erf, "erf", _increasing, "the error function"),
+    "tanh": _unary(np.tanh, "tanh", "hyperbolic tangent"),
+    "asinh": _unary(np.arcsinh, "asinh", "inverse hyperbolic sine"),
+    "acosh": _unary(np.arccosh, "acosh", "inverse hyperbolic cosine; NaN below 1"),
+    "atanh": _unary(np.arctanh, "atanh", "inverse hyperbolic tangent; +-inf at +-1, NaN beyond"),
+    "erf": _unary(_erf, "erf", "the error function"),
     "atan2": MathFunction(2, _quiet(np.arctan2), _exact("atan2"), _atan2_range,
                           "atan2(y, x): the angle of (x, y) in [-pi, pi], IEEE/C99 atan2 at zeros and infinities"),
     "pow": MathFunction(2, _quiet(np.power), _exact("pow"), _pow_range,
