@@ -487,8 +487,11 @@ class LegalEvaluator:
                             np.where(real, _up(e_hi, self.dtype, err_hi), np.nan), p.nan, p.tags, True)
                 shifted_lo = np.where(np.isinf(p.lo), p.lo, p.lo - argument * np.abs(p.lo))
                 shifted_hi = np.where(np.isinf(p.hi), p.hi, p.hi + argument * np.abs(p.hi))
-                b_lo = np.exp(shifted_lo) * np.where(p.lo == 0, 1.0, 1.0 - relative)
-                b_hi = np.exp(shifted_hi) * np.where(p.hi == 0, 1.0, 1.0 + relative)
+                # exp2(+-0) = 1 exactly, but only a part that is the point zero keeps it: a part
+                # from 0 to 2^-149 holds exp2(2^-149 * log2(e)) * (1 - 2^-21) below 1 too
+                zero = (p.lo == 0) & (p.hi == 0)
+                b_lo = np.exp(shifted_lo) * np.where(zero, 1.0, 1.0 - relative)
+                b_hi = np.exp(shifted_hi) * np.where(zero, 1.0, 1.0 + relative)
                 bound = Part(np.where(real, _down(b_lo, self.dtype), np.nan), np.where(real, _up(b_hi, self.dtype), np.nan),
                              np.zeros_like(p.nan), p.tags | exp_tag, True)
             out += self._with_result_flush(near, bound)
@@ -581,9 +584,7 @@ def _limit(parts: Value) -> Value:
     if len(parts) <= MAX_PARTS:
         return parts
     keep, extra = parts[:MAX_PARTS - 1], parts[MAX_PARTS - 1:]
-    with _quiet_all_nan():
-        lo = np.nanmin(np.stack([p.lo for p in extra]), axis=0)
-        hi = np.nanmax(np.stack([p.hi for p in extra]), axis=0)
+    lo, hi = _hull_of([p.lo for p in extra] + [p.hi for p in extra])  # zeros keep their signs
     nan = np.logical_or.reduce([p.nan for p in extra])
     tags = np.bitwise_or.reduce([p.tags for p in extra])
     return keep + [Part(lo, hi, nan, tags, any(p.is_float for p in extra))]

@@ -119,6 +119,18 @@ def test_a_flushed_denormal_input_gives_exactly_one_or_the_bound():
     assert not _accepts([1.0 - 2.0 ** -20], -1.0e-40).any()
 
 
+def test_a_part_from_zero_to_a_denormal_keeps_the_bound_inside():
+    """2^-149 * 0.5 rounds to 0 or to 2^-149: a part [0, 2^-149]. Only its point 0 has exp = 1
+    exactly; at 2^-149 exp2 may be 2^-21 off, so 1 - 2^-21 is legal (the worst legal device found
+    the model's old rule, exactly 1 wherever the part started at 0, too strict)."""
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    formula = parse_formula("exp(x * s)")
+    operands = {"x": Operand(np.full(3, tiny), "input", "FLOAT32"), "s": Operand(np.full(3, 0.5), "constant", None)}
+    ev = LegalEvaluator(MODEL, "FLOAT32", operands, 3, None)
+    accepted, _ = contains(evaluate_legal(formula, ev), np.array([1.0, 1.0 - 2.0 ** -21, 1.0 - 2.0 ** -20]))
+    assert accepted.tolist() == [True, True, False]
+
+
 def test_elu_through_the_judge_one_step_beyond_the_exp_bound_is_a_mismatch():
     """ELU(-0.5) with Alpha 1: exp(-0.5) lies in [0.5, 1), so exp(x) - 1 is exact there (Sterbenz)
     and times 1 too: the legal outputs are exactly the oracle's exp range minus 1."""
@@ -173,3 +185,15 @@ def test_reference_elu_on_fp32_denormals_is_correctly_rounded():
     from harness.reference.evaluate import expected_for
     got = expected_for(spec, case).outputs["OutputTensor"].ravel()
     assert got.view(np.uint32).tolist() == (x * np.float32(2)).view(np.uint32).tolist()
+
+
+def test_parts_merged_beyond_the_limit_keep_both_zeros():
+    """A value set of more than MAX_PARTS parts merges the extra ones into a hull; the hull of -0 and
+    +0 holds both (nanmin/nanmax see them as equal: SCALED_ELU with a flushed Alpha lost its +0)."""
+    from harness.reference.legal import MAX_PARTS, Part, _limit
+    def point(v):
+        return Part(np.array([v]), np.array([v]), np.array([False]), np.zeros(1, np.uint16), True)
+    parts = [point(-1.0)] * (MAX_PARTS - 1) + [point(-0.0), point(0.0), point(-0.0)]
+    merged = _limit(parts)
+    assert len(merged) == MAX_PARTS
+    assert contains(merged, np.array([0.0]))[0].all() and contains(merged, np.array([-0.0]))[0].all()
