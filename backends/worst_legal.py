@@ -33,7 +33,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import output_buffers, read_logical
 from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
-from harness.spec.context import element_coordinates, element_names_read, formula_context
+from harness.spec.context import bind_items, element_coordinates, element_names_read, formula_context
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
 from harness.spec.functions import MATH_FUNCTIONS
 from harness.spec.fused import with_fused_activations
@@ -400,10 +400,16 @@ class WorstLegalBackend:
             with np.errstate(invalid="ignore"):
                 operands[var] = (np.broadcast_to(raw, shape).reshape(-1).astype(np.float64), "input", desc.data_type)
         ctx = formula_context(spec, tensor_types, {}, descriptor.attributes)
-        for var, coordinate in element_coordinates(shape, element_names_read(spec)).items():  # exact integers
+        coordinates = element_coordinates(shape, element_names_read(spec))
+        for var, coordinate in coordinates.items():  # exact integers
             operands[var] = (coordinate.reshape(-1), "constant", None)
+        for var, item in bind_items(spec, descriptor.attributes, coordinates).items():  # an array's item: a state
+            is_float_item = spec.field(spec.formula.items[var][0]).element == "FLOAT"
+            operands[var] = (item.reshape(-1), "attribute", "FLOAT32" if is_float_item else None)
         for var in spec.formula.attributes:
             field = spec.field(var)
+            if field.is_array:  # read through its items (above)
+                continue
             if field.struct is not None:  # has_F and the members F_M (FLOAT states)
                 for name, is_member in struct_variables([field]).items():
                     operands[name] = (np.asarray(ctx.variables[name]), "attribute" if is_member else "constant",

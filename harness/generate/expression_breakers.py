@@ -172,17 +172,32 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
     broken at `level`, with its description; None when none is."""
     candidates = mutations(spec, d)
     touched = lambda what: {n for n in d.tensors if what.startswith(n + ".") or what.startswith(n + " ")}
+    sized = _sized_arrays(spec)
     for k in range(len(candidates)):
         what, apply = candidates[(start + k) % len(candidates)]
-        for derive in (True, False):
+        # re-derived or not; then, where arrays take their length from a tensor's sizes (a bias per
+        # channel), with those arrays drawn again for the new sizes (ChannelCount 2 for 2 channels)
+        for derive, fresh in ((True, False), (False, False)) + (((True, True),) if sized & touched(what) else ()):
             x = d.clone()
             x.aliases = {}
             apply(x)
             if derive and not rederive(spec, x, keep=touched(what)):
                 continue
+            if fresh:
+                x.attributes.update(first_array_values(spec, x))
             if validate(spec, x, level).rule_ids == {rule}:
-                return x, what + (" (derived sizes re-derived)" if derive else "")
+                return x, what + (" (derived sizes re-derived)" if derive else "") + (" (arrays drawn again)" if fresh else "")
     return None
+
+
+@lru_cache(maxsize=None)
+def _sized_arrays(spec: OperatorSpec) -> frozenset[str]:
+    """The tensors whose sizes an array's length or items read (a breaker that changes them may
+    draw those arrays again)."""
+    tensors = {f.name for f in spec.tensor_fields}
+    return frozenset(n for f in spec.attribute_fields if f.is_array
+                     for n in tensors & set().union(*(e.names() for k, e in spec.attribute_values.get(f.name, {}).items()
+                                                       if k in ("length", "each", "subset_of"))))
 
 
 def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Descriptor], "tuple[Descriptor, str] | None"]:

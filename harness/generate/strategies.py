@@ -14,6 +14,7 @@ from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import expression_scope
+from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.spec.shape_expr import is_free
@@ -167,7 +168,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             continue
         sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name], member))), config))
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
-    attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes))))
+    late = _reading_derived(spec)  # arrays sized by a derived tensor (a bias per channel): after it
+    attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), skip=late)))
     for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
         t = types[name]
         sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
@@ -177,6 +179,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
             sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, spec.field(name).role == "output"))
+    if late:
+        attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
     attributes.update(draw(_union_values(spec, attributes)))
     aliases: dict[str, str] = {}
     if spec.in_place_allowed and draw(BOOL):
@@ -187,7 +191,18 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
                 reset_layout(source)  # an aliased input must not broadcast: the output would overlap
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
-    return Descriptor(spec.name, tensors, attributes, aliases)
+    descriptor = Descriptor(spec.name, tensors, attributes, aliases)
+    if _drawn_rules(spec) and expression_violations(spec, descriptor):
+        reject()  # a rule the draw does not build in (a channel count of 1 or 3 that the array's length is): drawn again
+    return descriptor
+
+
+@lru_cache(maxsize=None)
+def _drawn_rules(spec: OperatorSpec) -> bool:
+    """Whether an expression rule reads a count field: the draw builds the tensors, then the arrays
+    from them, so a rule on the count itself (ChannelCount is 1 or 3) is kept by drawing again."""
+    counts = {f.name for f in spec.attribute_fields if f.is_count}
+    return any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
 
 
 @lru_cache(maxsize=None)
@@ -223,8 +238,16 @@ def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
     return order
 
 
+@lru_cache(maxsize=None)
+def _reading_derived(spec: OperatorSpec) -> frozenset[str]:
+    """The shape-dependent fields whose domains read a derived tensor (drawn after the derivation)."""
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    return frozenset(f.name for f in _dependent_order(spec) if _reads(spec.attribute_values[f.name]) & derived)
+
+
 @st.composite
-def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> dict[str, Any]:
+def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor, skip: frozenset[str] = frozenset(),
+                  only: frozenset[str] | None = None) -> dict[str, Any]:
     """Each array field (and each scalar drawn `one_of` a shape-dependent list) from its domain,
     drawn: a subset at least `min_length` long (ascending or in any order, as the spec says), one
     choice per position, or one of the listed values (none: the shapes drawn leave it no valid
@@ -236,15 +259,19 @@ def _array_values(draw: st.DrawFn, spec: OperatorSpec, partial: Descriptor) -> d
 
     def subset(domain: list, min_length: int) -> list:
         return draw(st.lists(st.sampled_from(domain), min_size=min(min_length, len(domain)), unique=True)) if domain else []
-    return dependent_values(spec, partial, one, subset)
+    return dependent_values(spec, partial, one, subset, skip, only)
 
 
 def dependent_values(spec: OperatorSpec, partial: Descriptor, one: Callable[[list], Any],
-                     subset: Callable[[list, int], list]) -> dict[str, Any]:
+                     subset: Callable[[list, int], list], skip: frozenset[str] = frozenset(),
+                     only: frozenset[str] | None = None) -> dict[str, Any]:
     """The fields whose domains depend on the drawn shapes (arrays; `one_of` scalars), in the order
-    their domains read each other, each picked by `one` (a value of a list) or `subset`."""
+    their domains read each other, each picked by `one` (a value of a list) or `subset`; those in
+    `skip` left out, and only those in `only` when given."""
     out: dict[str, Any] = {}
     for f in _dependent_order(spec):
+        if f.name in skip or (only is not None and f.name not in only):
+            continue
         pool = spec.attribute_values[f.name]
         names, facts = expression_scope(spec, partial, {**partial.attributes, **out})
         if "one_of" in pool:
@@ -252,9 +279,12 @@ def dependent_values(spec: OperatorSpec, partial: Descriptor, one: Callable[[lis
         elif "subset_of" in pool:
             chosen = subset(pool["subset_of"].evaluate(names, facts) or [], pool.get("min_length", 0))
             out[f.name] = sorted(chosen) if pool.get("order", "any") == "ascending" else list(chosen)
-        else:
+        elif "each" in pool:
             out[f.name] = [one(pool["each"].evaluate({**names, "i": i}, facts) or [0])
                            for i in range(pool["length"].evaluate(names, facts) or 0)]
+        else:  # a FLOAT array: each item from the pools, as the float32 the array holds
+            pools = list(pool["ordinary"]) + list(pool.get("edge", []))
+            out[f.name] = [float(np.float32(one(pools))) for _ in range(pool["length"].evaluate(names, facts) or 0)]
     return out
 
 

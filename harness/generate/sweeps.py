@@ -149,5 +149,8 @@ def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
             attributes[f.typed_by] = float(specs.catalog.dtype(sweep.data_type).enum)
     case = case_from_arrays(spec, sweep.level, types, inputs, sizes=sizes,
                             attributes=attributes or None, origin=f"sweep:{sweep.id}")
+    if any(f.is_array for f in spec.attribute_fields):  # an array: its first choices (a FLOAT one: its first ordinary value)
+        from harness.generate.expression_breakers import first_array_values
+        case.descriptor.attributes.update(first_array_values(spec, case.descriptor))
     case.tags = ["exhaustive"]
     return case

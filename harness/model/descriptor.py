@@ -99,12 +99,13 @@ def canonical_number(value: int | float) -> int | float:
     return as_float if int(as_float) == value else int(value)
 
 
-def _attribute(value: Any, key: str) -> float | int | list[int]:
-    """A scalar attribute (a number) or an array attribute (a list of integers, at most 64)."""
+def _attribute(value: Any, key: str) -> float | int | list[int | float]:
+    """A scalar attribute (a number) or an array attribute (a list of numbers, at most 64: integers
+    stay ints, a FLOAT array's items are floats; the spec check says which the field takes)."""
     if isinstance(value, list):
         if len(value) > MAX_ARRAY_ATTRIBUTE:
             raise CaseFormatError(key, f"{len(value)} entries; an array attribute holds at most {MAX_ARRAY_ATTRIBUTE}")
-        return _integers(value, key)
+        return [_integer(v, f"{key}[{i}]") if is_integer(v) else _number(v, f"{key}[{i}]") for i, v in enumerate(value)]
     return _number(value, key)
 
 

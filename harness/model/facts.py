@@ -30,7 +30,7 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
         if f.struct is not None:
             continue
         if f.is_array:
-            names[f.name] = [int(v) for v in attributes.get(f.name, [])]
+            names[f.name] = [_plain(v) if f.element == "FLOAT" else int(v) for v in attributes.get(f.name, [])]
         elif f.is_count:
             if (f.count_of or ("",))[0] in spec.tensor_arrays:
                 continue  # the number of items present: tensor facts, not an attribute (shape_names leaves it out)

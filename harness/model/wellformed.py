@@ -239,7 +239,7 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
     arrays = {f.name: f.element for f in spec.attribute_fields if f.is_array}
     for f in spec.attribute_fields:  # an array is always set (its count field is its length, never set itself)
         if f.is_array and not isinstance(case.descriptor.attributes.get(f.name), list):
-            raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} array (with {f.count}) must be a list of integers")
+            raise CaseFormatError(f"descriptor.attributes.{f.name}", f"{f.c_type} array (with {f.count}) must be a list of {(f.element or 'UINT').lower()} values")
         if f.is_count and len({len(case.descriptor.attributes.get(a, [])) if isinstance(case.descriptor.attributes.get(a), list) else -1
                                for a in f.count_of or ()}) > 1:
             raise CaseFormatError(f"descriptor.attributes.{(f.count_of or ('',))[0]}", f"{', '.join(f.count_of or ())} share the count {f.name}: "

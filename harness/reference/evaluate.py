@@ -133,6 +133,9 @@ class Expected:
                 operands[var] = Operand(np.asarray(value), "input", descriptor.tensors[tensor].data_type)
             elif members.get(var):  # a struct member: a FLOAT state, like a FLOAT attribute
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32")
+            elif var in spec.formula.items:  # an array attribute's item: a state too
+                is_float_item = spec.field(spec.formula.items[var][0]).element == "FLOAT"
+                operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_item else None)
             elif var in spec.formula.attributes:
                 is_float_field = spec.field(var).c_type == "FLOAT"
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_field else None)

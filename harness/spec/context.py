@@ -25,6 +25,8 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
     out: dict[str, Any] = {}
     for name in spec.formula.attributes:
         field = spec.field(name)
+        if field.is_array:  # read through formula.items, one item per element (bind_items)
+            continue
         if field.struct is not None:  # a struct pointer: has_F, and F_M (0 where the pointer is null)
             present = any(f"{name}.{member}" in attributes for member, _ in field.struct)
             out[f"has_{name}"] = np.float64(1.0 if present else 0.0)
@@ -54,7 +56,23 @@ def element_names_read(spec: OperatorSpec) -> frozenset[str]:
         return frozenset()
     formulas = [spec.formula.expression, *(r.when for r in spec.unspecified), *(f.expression for f in spec.favour)]
     formulas += [f for c in spec.comparison.values() for f in (c.atol, c.ties) if f is not None]
-    return frozenset(n for f in formulas for n in f.names if n in ELEMENT_NAMES)
+    return frozenset(n for f in formulas for n in f.names if n in ELEMENT_NAMES) | {index for _, index in spec.formula.items.values()}
+
+
+def bind_items(spec: OperatorSpec, attributes: dict[str, Any], coordinates: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each `formula.items` variable: its array attribute's item at the element's coordinate, as the
+    device holds it (a FLOAT item a float32). The spec's constraints keep the coordinate within the
+    array on a valid descriptor (ChannelCount matches the channel size); beyond it, the last item
+    (an invalid descriptor has no reference)."""
+    out: dict[str, np.ndarray] = {}
+    for var, (array, index) in spec.formula.items.items():
+        values = np.asarray(attributes.get(array, []), dtype=np.float64)
+        if spec.field(array).element == "FLOAT":
+            values = values.astype(np.float32).astype(np.float64)
+        if values.size == 0:
+            values = np.zeros(1)
+        out[var] = np.take(values, coordinates[index], mode="clip")
+    return out
 
 
 def element_coordinates(sizes: Any, names: Any = ELEMENT_NAMES, index_dtype: Any = np.int64) -> dict[str, np.ndarray]:
@@ -87,7 +105,9 @@ def formula_context(spec: OperatorSpec, tensor_types: dict[str, str], variables:
     ctx = EvalContext(variables=dict(variables), tensor_types=dict(tensor_types), type_ranges=spec.catalog.type_ranges())
     if output_sizes is not None:
         uint64_out = tensor_types.get(spec.formula.output) == "UINT64"
-        ctx.variables.update(element_coordinates(output_sizes, element_names_read(spec), np.uint64 if uint64_out else np.int64))
+        coordinates = element_coordinates(output_sizes, element_names_read(spec), np.uint64 if uint64_out else np.int64)
+        ctx.variables.update(coordinates)
+        ctx.variables.update(bind_items(spec, attributes, coordinates))
     if output_numpy_dtype is not None:
         ctx.output_numpy_dtype = output_numpy_dtype
     ctx.variables.update(attribute_values(spec, attributes))

@@ -230,6 +230,9 @@ class OperatorFormula:
     rounding: str | None
     output: str
     family: FamilySpec | None = None  # index-space semantics: the family plug-in and its parameters
+    # per-element items of array attributes: variable -> (array field, coordinate name); a bias per
+    # channel is `b: (Bias, coord2)`, the formula reading b as one value per output element
+    items: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -1106,7 +1109,17 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         _check_names(src, ("formula", "constants", name), c, set(), tensor_names)
         constant_kinds[name] = _check_kinds(src, ("formula", "constants", name), c,
                                             _kind_facts(fraw, support, tensor_kinds, constant_kinds))
-    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names) | set(computed)
+    items: dict[str, tuple[str, str]] = {}
+    for var, raw in fraw.get("items", {}).items():
+        owner = next((f for f in fields or [] if f.name == raw["array"]), None)
+        if owner is None or not owner.is_array or raw["array"] not in attrs:
+            raise src.error(("formula", "items", var, "array"), f"{raw['array']!r} is not an array attribute of formula.attributes")
+        if raw["index"] not in ELEMENT_NAMES:
+            raise src.error(("formula", "items", var, "index"), f"{raw['index']!r} is not an element coordinate "
+                                                               f"({', '.join(sorted(ELEMENT_NAMES))})")
+        items[var] = (raw["array"], raw["index"])
+        constant_kinds[var] = frozenset({FLOAT}) if owner.element == "FLOAT" else frozenset({INTEGER})
+    names = set(fraw["inputs"]) | set(attrs) | set(constants) | set(members) | set(struct_names) | set(computed) | set(items)
     if family is None:  # an element's coordinates (coord0..coord7, linear_index): exact integers
         names |= ELEMENT_NAMES
         constant_kinds.update({name: frozenset({INTEGER}) for name in ELEMENT_NAMES})
@@ -1121,7 +1134,7 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         # a whole number stays a Python int: next to UINT64 or INT64 values it keeps their type (exact)
         absent[var] = raw["value"] if isinstance(raw["value"], int) else float(raw["value"])
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
-                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family)
+                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family, items)
     return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)
 
 
@@ -1238,12 +1251,17 @@ def _read_attribute_values(src: SourcedYaml, data: dict, roles: _Roles, fields: 
                                                                   list(fields or []), roles))
             continue
         is_array = name in by_name and by_name[name].is_array
-        if is_array != ("subset_of" in raw or "each" in raw):
+        if is_array != ("subset_of" in raw or "each" in raw or "length" in raw):
             raise src.error(("attribute_values", name), "an array field's values are given by 'subset_of' or 'length' and 'each', "
                                                         "a scalar's by 'ordinary'/'edge'")
         if is_array and "subset_of" in raw:
             attribute_values[name] = dict(raw, subset_of=_shape_expr(src, ("attribute_values", name, "subset_of"),
                                                                     raw["subset_of"], list(fields or []), roles))
+        elif is_array and "each" not in raw:  # a FLOAT array: items from the ordinary and edge pools
+            if by_name[name].element != "FLOAT":
+                raise src.error(("attribute_values", name), f"{name} is a {by_name[name].c_type} array: its items are given by 'each'")
+            attribute_values[name] = dict(raw, length=_shape_expr(src, ("attribute_values", name, "length"), raw["length"],
+                                                                  list(fields or []), roles))
         elif is_array:  # one item per position i: `each` gives the choices at i
             each = _shape_expr(src, ("attribute_values", name, "each"), raw["each"], list(fields or []), roles, extra={"i"})
             attribute_values[name] = dict(raw, length=_shape_expr(src, ("attribute_values", name, "length"), raw["length"],

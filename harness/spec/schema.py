@@ -55,7 +55,7 @@ _EXAMPLE = {
         "sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}},
         "tensor_sizes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 1}}},
         "attributes": {"type": "object", "additionalProperties": {
-            "oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "integer"}}]}},
+            "oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]}},
         "inputs": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
         "expected": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
     },
@@ -154,6 +154,10 @@ OPERATOR_SCHEMA: dict = {
                 "inputs": {"type": "object", "additionalProperties": _NAME},  # {}: an operator that generates its output
                 "attributes": {"type": "array", "items": _NAME},
                 "constants": {"type": "object", "additionalProperties": _EXPR},
+                # a per-element item of an array attribute: {b: {array: Bias, index: coord2}}
+                "items": {"type": "object", "additionalProperties": {
+                    "type": "object", "additionalProperties": False, "required": ["array", "index"],
+                    "properties": {"array": _NAME, "index": _NAME}}},
                 "absent_inputs": {"type": "object", "additionalProperties": {
                     "type": "object", "additionalProperties": False, "required": ["value", "source"],
                     "properties": {"value": {"type": "number"}, "source": {"type": "string"}}}},
@@ -190,6 +194,10 @@ OPERATOR_SCHEMA: dict = {
                             "order": {"enum": ["ascending", "any"]}, "why": {"type": "string"}}},
             {"type": "object", "additionalProperties": False, "required": ["length", "each"],
              "properties": {"length": _EXPR, "each": _EXPR, "why": {"type": "string"}}},
+            # a FLOAT array: `length` items, each drawn from the pools as a FLOAT scalar is
+            {"type": "object", "additionalProperties": False, "required": ["length", "ordinary", "edge"],
+             "properties": {"length": _EXPR, "ordinary": {"type": "array", "items": {"type": "number"}, "minItems": 1},
+                            "edge": {"type": "array", "items": {"type": "number"}}, "why": {"type": "string"}}},
             {"type": "object", "additionalProperties": False, "required": ["one_of"],
              "properties": {"one_of": _EXPR, "why": {"type": "string"}}}]}},
         "examples": {"type": "array", "items": _EXAMPLE},

@@ -31,8 +31,10 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
                 pool = spec.attribute_values.get(f.name, {})
                 if "subset_of" in pool:
                     drawn = f"drawn from subsets of {pool['subset_of'].text}"
-                else:
+                elif "each" in pool:
                     drawn = f"{pool['length'].text} items, item i drawn from {pool['each'].text}"
+                else:
+                    drawn = f"{pool['length'].text} items, each from {list(pool['ordinary']) + list(pool.get('edge', []))}"
                 lines.append(f"    {f.name} ({f.c_type}, {f.count} items), {drawn}")
                 continue
             if f.is_scalar_union:
