@@ -105,11 +105,11 @@ def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
             # tensors tied by a same-type constraint in force whatever the types follow, so that
             # only the table rule breaks
             for c in spec.constraints:
-                if c.rule == "same_data_type" and c.when is None and name in c.tensors and c.applies(trial, names_for(spec, member)):
+                if c.rule == "same_data_type" and c.when is None and name in c.tensors and c.applies(trial, names_for(spec, member, level)):
                     for other in c.tensors:
                         if trial.get(other) is not None:
                             trial[other] = t
-            if broken_type_constraints(spec, trial, member):
+            if broken_type_constraints(spec, trial, member, level):
                 continue
             if all(trial[o] in table.tensors[o].types for o in names if trial[o] is not None and trial[o] != current[o]) :
                 continue
@@ -432,12 +432,15 @@ def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: st
     then reports both, and the suite's exactly-one-rule test says so)."""
     if validate(spec, d, level).rule_ids == {rule}:
         return d
-    for fresh_arrays in (False, True):  # the arrays drawn for the old sizes may no longer fit the new ones
+    # the arrays drawn for the old sizes may no longer fit the new ones; a derived tensor's `free_in`
+    # size kept from the old sizes may break a rule over the new ones (a broadcast mean of width 1
+    # beside an input whose width the breaker grew, where Spatial FALSE forbids it): its first value
+    for fresh_arrays, fresh_sizes in ((False, False), (True, False), (False, True), (True, True)):
         for keep in [set()] + [{name} for name in d.tensors]:
             candidate = copy.deepcopy(d)
             if fresh_arrays:
                 candidate.attributes.update(first_array_values(spec, candidate))
-            if rederive(spec, candidate, keep) and validate(spec, candidate, level).rule_ids == {rule}:
+            if rederive(spec, candidate, keep, fresh_sizes) and validate(spec, candidate, level).rule_ids == {rule}:
                 return candidate
     return d
 

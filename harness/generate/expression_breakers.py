@@ -29,14 +29,20 @@ UINT32_MAX = 2**32 - 1
 Mutation = tuple[str, Callable[[Descriptor], None]]
 
 
-def _kept_free_size(old: int, entry: object) -> int:
+def _kept_free_size(old: int | None, entry: object) -> int:
+    """The size a `free` position keeps (1 where the rank changed: there is none to keep); a
+    `free_in(values)` one keeps it where the values hold it, else takes their first (the spec lists
+    its safest value first: BATCH_NORMALIZATION's InputTensor size, not a broadcast 1)."""
     values = getattr(entry, "values", None)
-    return old if not values or old in values else values[0]
+    if not values:
+        return 1 if old is None else old
+    return old if old in values else values[0]
 
 
-def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] = frozenset()) -> bool:
+def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] = frozenset(), fresh: bool = False) -> bool:
     """Give each present derived tensor (not in `keep`) the Sizes its shape rule says; False when a
-    rule gives none (the mutation made the expression undefined)."""
+    rule gives none (the mutation made the expression undefined). `fresh`: a free position keeps
+    no old size (1; a `free_in` one its first value)."""
     for c in spec.shape_rules:
         name = c.tensors[0]
         t = d.tensors.get(name)
@@ -48,7 +54,7 @@ def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] 
             return False
         # a `free` position keeps the size the tensor has there (1 where its rank changed); a
         # `free_in(values)` one keeps it where the values hold it, else takes their first
-        old = list(t.sizes) if len(t.sizes) == len(want) else [1] * len(want)
+        old: list[int | None] = list(t.sizes) if len(t.sizes) == len(want) and not fresh else [None] * len(want)
         t.sizes = [_kept_free_size(o, w) if is_free(w) else w for o, w in zip(old, want)]
         t.dimension_count = None
         reset_layout(t)

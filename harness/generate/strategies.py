@@ -14,7 +14,7 @@ from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import expression_scope
-from harness.model.validator import expression_violations
+from harness.model.validator import expression_violations, level_guarded
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.spec.shape_expr import is_free
@@ -192,17 +192,19 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[output] = copy.deepcopy(source)
             aliases[output] = inp
     descriptor = Descriptor(spec.name, tensors, attributes, aliases)
-    if _drawn_rules(spec) and expression_violations(spec, descriptor):
+    if _drawn_rules(spec) and expression_violations(spec, descriptor, level):
         reject()  # a rule the draw does not build in (a channel count of 1 or 3 that the array's length is): drawn again
     return descriptor
 
 
 @lru_cache(maxsize=None)
 def _drawn_rules(spec: OperatorSpec) -> bool:
-    """Whether an expression rule reads a count field: the draw builds the tensors, then the arrays
-    from them, so a rule on the count itself (ChannelCount is 1 or 3) is kept by drawing again."""
+    """Whether an expression rule reads a count field or is in force below a level only: the draw
+    builds the tensors, then the arrays from them, so a rule on the count itself (ChannelCount is
+    1 or 3) is kept by drawing again, as is a rule of older levels (Spatial FALSE forbids a
+    broadcast mean below FL 4.0), which the shapes drawn for every level do not know."""
     counts = {f.name for f in spec.attribute_fields if f.is_count}
-    return any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+    return level_guarded(spec) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
 
 
 @lru_cache(maxsize=None)

@@ -12,8 +12,8 @@ import itertools
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from harness.model.facts import attribute_names
-from harness.spec.operator import OperatorSpec
+from harness.model.facts import attribute_names, level_facts
+from harness.spec.operator import OperatorSpec, level_names
 
 
 class PlanCell(NamedTuple):
@@ -25,14 +25,25 @@ class PlanCell(NamedTuple):
     member: str | None = None
 
 
-def _names(spec: OperatorSpec, member: str | None) -> dict[str, Any] | None:
-    """What a variant guard reads for `member` (None: the spec has no variant key)."""
-    return attribute_names(spec, spec.variant_attributes(member)) if spec.variant_key is not None else None
+def _names(spec: OperatorSpec, member: str | None, level: str | None = None) -> dict[str, Any] | None:
+    """What a type rule's guard reads for `member` at `level`: the variant key's member, and the
+    feature level where a guard reads it (POW: the exponent's type is tied below FL 3.0); None
+    where no guard reads either. No level: the newest."""
+    names = attribute_names(spec, spec.variant_attributes(member)) if spec.variant_key is not None else None
+    if _level_guarded(spec):
+        names = {**(names or {}), **level_facts(spec.catalog, level)}
+    return names
 
 
-def names_for(spec: OperatorSpec, member: str | None) -> dict[str, Any] | None:
-    """The attributes by name that select `member` (what a type rule's variant guard reads)."""
-    return _names(spec, member)
+@lru_cache(maxsize=None)
+def _level_guarded(spec: OperatorSpec) -> bool:
+    levels = level_names(spec.catalog)
+    return any(c.is_type_rule and c.guard is not None and c.guard.names() & levels for c in spec.constraints)
+
+
+def names_for(spec: OperatorSpec, member: str | None, level: str | None = None) -> dict[str, Any] | None:
+    """The attributes by name that select `member`, and the level (what a type rule's guard reads)."""
+    return _names(spec, member, level)
 
 
 def member_of(spec: OperatorSpec, attributes: dict[str, Any] | None) -> str | None:
@@ -40,9 +51,10 @@ def member_of(spec: OperatorSpec, attributes: dict[str, Any] | None) -> str | No
     return spec.variant_member(attributes or {}) if spec.variant_key is not None else None
 
 
-def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None], member: str | None = None) -> set[str]:
-    """Ids of the data-type constraints that a type assignment breaks (None = absent tensor)."""
-    names = _names(spec, member)
+def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None], member: str | None = None,
+                            level: str | None = None) -> set[str]:
+    """Ids of the data-type constraints that a type assignment breaks at `level` (None = absent tensor)."""
+    names = _names(spec, member, level)
     return {c.id for c in spec.constraints if c.type_offenders(types, names)}
 
 
@@ -124,14 +136,14 @@ def array_gap(spec: OperatorSpec, types: dict[str, Any]) -> str | None:
 def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = None) -> list[dict[str, str | None]]:
     """Every per-tensor type choice (absent optional tensors included) the level's table (of
     `member`'s variant group) and the constraints allow."""
-    return [dict(c) for c in _type_space(spec, level, member) if not broken_type_constraints(spec, dict(c), member)]
+    return [dict(c) for c in _type_space(spec, level, member) if not broken_type_constraints(spec, dict(c), member, level)]
 
 
 def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str,
                                     member: str | None = None) -> list[dict[str, str | None]]:
     """Type choices inside the table that break exactly one constraint, `constraint_id`."""
     return [dict(c) for c in _type_space(spec, level, member, constraint_id)
-            if broken_type_constraints(spec, dict(c), member) == {constraint_id}]
+            if broken_type_constraints(spec, dict(c), member, level) == {constraint_id}]
 
 
 def primary_input(spec: OperatorSpec) -> str:

@@ -7,13 +7,14 @@ from DirectML's generic buffer-tensor rules. Every rule has a stable id (GENERIC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from harness.spec.catalog import Catalog
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import attribute_names, expression_scope
+from harness.model.facts import attribute_names, expression_scope, level_facts
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
-from harness.spec.operator import OperatorSpec, SpecSet
+from harness.spec.operator import OperatorSpec, SpecSet, level_names
 from harness.spec.shape_expr import is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
@@ -122,7 +123,14 @@ def _reads_bad_enum(c, bad: set[str]) -> bool:
     return bool(bad) and bool(bad & c.expression_names)
 
 
-def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Violation]:
+@lru_cache(maxsize=None)
+def level_guarded(spec: OperatorSpec) -> bool:
+    """Whether an expression or shape rule's `when` reads the feature level."""
+    levels = level_names(spec.catalog)
+    return any(c.rule in ("expression", "shape") and c.guard is not None and c.guard.names() & levels for c in spec.constraints)
+
+
+def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str | None = None) -> list[Violation]:
     """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
     what is not there (an absent tensor, an index past a list's end) is not in force: another rule
     reports the cause (tensor.missing, or the rule that keeps the index in range); nor is a rule
@@ -133,6 +141,8 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor) -> list[Vi
     if not rules:
         return []
     names, tensors = expression_scope(spec, descriptor)
+    if level_guarded(spec):  # a rule in force below a level reads the case's (no level: the newest)
+        names.update(level_facts(spec.catalog, level))
     malformed = {n for n, t in descriptor.tensors.items() if _malformed(t)}
     # an enum field holding no member: attribute.enum_value is the rule broken; a relation over it says nothing
     malformed |= {f.name for f in spec.attribute_fields if f.enum is not None
@@ -209,7 +219,8 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
 
     present_types = {n: (t.data_type if t is not None else None) for n, t in descriptor.tensors.items()}
     guarded = any(c.guard is not None and c.is_type_rule for c in spec.constraints)
-    names = attribute_names(spec, descriptor.attributes) if guarded else None  # what a variant guard reads
+    # what a type rule's guard reads: the variant key, the feature level
+    names = {**attribute_names(spec, descriptor.attributes), **level_facts(catalog, level)} if guarded else None
     bad = bad_enum_fields(spec, descriptor)
     for c in spec.constraints:
         if c.rule in ("expression", "shape") or _reads_bad_enum(c, bad) or not c.applies(present_types, names):
@@ -225,7 +236,7 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
         elif c.rule == "data_type_in":
             for n in offenders:
                 out.append(Violation(c.rule_id, n, c.text + f" Found {present_types[n]}"))
-    out.extend(expression_violations(spec, descriptor))
+    out.extend(expression_violations(spec, descriptor, level))
 
     allowed_pairs = set(spec.in_place_pairs) if spec.in_place_allowed else set()
     for output, inp in descriptor.aliases.items():

@@ -312,6 +312,9 @@ class OperatorSpec:
     def __repr__(self) -> str:  # short: Hypothesis prints strategy arguments
         return f"OperatorSpec({self.name})"
 
+    def _repr_pretty_(self, printer, cycle) -> None:  # Hypothesis's pretty printer: not every field (70 kB)
+        printer.text(repr(self))
+
     name: str
     operator_type: int
     desc_struct: str
@@ -984,13 +987,16 @@ def _shape_expr(src: SourcedYaml, path: tuple, text: str, fields: list[FieldSpec
         raise src.error(path, str(exc)) from None
 
 
-def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields: list[FieldSpec], roles: _Roles) -> Constraint:
-    """Rule `expression` (a truth the descriptor must satisfy) or `shape` (the Sizes of one tensor)."""
+def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields: list[FieldSpec], roles: _Roles,
+                                catalog: Catalog) -> Constraint:
+    """Rule `expression` (a truth the descriptor must satisfy) or `shape` (the Sizes of one tensor).
+    Its `when` may also read the case's feature level (FeatureLevel, FL_X_Y): a rule the page puts
+    in force below a level ("Until DML_FEATURE_LEVEL_4_0 ...")."""
     guard = None
     if "when" in raw:
         if not isinstance(raw["when"], str):
             raise src.error(path + ("when",), f"rule {raw['rule']} takes an expression as 'when'")
-        guard = _shape_expr(src, path + ("when",), raw["when"], fields, roles)
+        guard = _shape_expr(src, path + ("when",), raw["when"], fields, roles, level_names(catalog))
     if raw["rule"] == "expression":
         if "expression" not in raw or "sizes" in raw:
             raise src.error(path, "rule expression needs 'expression' (and no 'sizes')")
@@ -1028,7 +1034,7 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
             raise src.error(path + ("id",), f"duplicate constraint id {raw['id']}")
         seen_ids.add(raw["id"])
         if raw["rule"] in ("expression", "shape"):
-            constraints.append(_read_expression_constraint(src, path, raw, fields or [], roles))
+            constraints.append(_read_expression_constraint(src, path, raw, fields or [], roles, catalog))
             continue
         if raw["rule"] == "data_type_in":
             if "tensor" not in raw or "types" not in raw:
@@ -1045,7 +1051,7 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
                 raise src.error(path, f"{n!r} is not a tensor field")
         when = guard = None
         if "when" in raw and isinstance(raw["when"], str):
-            guard = _variant_guard(src, path + ("when",), raw, data, fields or [])
+            guard = _variant_guard(src, path + ("when",), raw, data, fields or [], catalog)
         elif "when" in raw:
             w = raw["when"]
             if w["tensor"] not in tensor_names:
@@ -1058,18 +1064,20 @@ def _read_constraints(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Ro
     return constraints
 
 
-def _variant_guard(src: SourcedYaml, path: tuple, raw: dict, data: dict, fields: list[FieldSpec]) -> ShapeExpr:
-    """An expression `when` on a type rule: it may read the variant key and its enum's members
-    only, because generation fixes the key's member before it picks the data types."""
+def _variant_guard(src: SourcedYaml, path: tuple, raw: dict, data: dict, fields: list[FieldSpec], catalog: Catalog) -> ShapeExpr:
+    """An expression `when` on a type rule: it may read the variant key and its enum's members, and
+    the feature level (FeatureLevel, FL_X_Y: "Until DML_FEATURE_LEVEL_3_0, ExponentTensor must match
+    the type of InputTensor"), because generation fixes the key's member and the level before it
+    picks the data types."""
     key = data.get("variant_key")
     field_ = next((f for f in fields if f.name == key), None)
-    if field_ is None or field_.enum is None:
-        raise src.error(path, f"rule {raw['rule']} takes a tensor type condition as 'when', or an expression over the "
-                              f"variant key when the spec has a variant_key")
+    allowed = level_names(catalog) | ({field_.name} | set(field_.enum) if field_ is not None and field_.enum is not None else set())
     try:
-        return parse_shape_expr(raw["when"], {field_.name} | set(field_.enum), set())
+        return parse_shape_expr(raw["when"], allowed, set())
     except FormulaError as exc:
-        raise src.error(path, f"{exc} (the 'when' of a type rule reads only the variant key {field_.name} and its members)") from None
+        reads = (f"the variant key {field_.name} and its members, and " if field_ is not None and field_.enum is not None
+                 else "") + "the feature level (FeatureLevel, FL_X_Y)"
+        raise src.error(path, f"{exc} (the 'when' of a type rule reads only {reads})") from None
 
 
 def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[SupportTable],

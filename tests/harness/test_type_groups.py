@@ -19,7 +19,7 @@ def _product_then_filter(spec, level, member):
     names = [f.name for f in spec.tensor_fields]
     choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
     combos = (dict(zip(names, c)) for c in itertools.product(*choices))
-    return [c for c in combos if not T.array_gap(spec, c) and not T.broken_type_constraints(spec, c, member)]
+    return [c for c in combos if not T.array_gap(spec, c) and not T.broken_type_constraints(spec, c, member, level)]
 
 
 def test_grouped_assignments_equal_the_filtered_product_for_every_table():
@@ -71,7 +71,7 @@ def test_breaking_one_constraint_alone_equals_the_filtered_product_for_every_tab
                 product = [dict(zip(names, c)) for c in itertools.product(*choices)]
                 product = [c for c in product if not T.array_gap(spec, c)]
                 for rule in type_rules:
-                    want = [c for c in product if T.broken_type_constraints(spec, c, member) == {rule}]
+                    want = [c for c in product if T.broken_type_constraints(spec, c, member, level) == {rule}]
                     assert T.constraint_breaking_assignments(spec, level, rule, member) == want, (spec.name, level, rule)
                     checked += 1
     assert checked > 100
