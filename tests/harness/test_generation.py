@@ -25,21 +25,21 @@ def _levels(op):
 
 @pytest.mark.parametrize("op", OPERATORS)
 def test_valid_cases_are_accepted(op):
-    """Valid cases per operator (20 per level: a hundred operators run here), spread over the levels
+    """Valid cases per operator (10 per level: a hundred operators run here), spread over the levels
     where its tables change (between two of them the validator judges alike), all accepted by the
     validator; the conformance suite's numpy cells validate every case they draw too."""
     spec = SPECS.operator(op)
     seen = []
     levels = [lvl for lvl in levels_where_tables_change(spec) if spec.has_table_at(lvl)]
     for level in levels:
-        @QUICK
+        @settings(QUICK, max_examples=10)
         @given(valid_cases(spec, level))
         def check(case):
             verdict = validate(spec, case.descriptor, level)
             assert verdict.accepted, verdict.summary()
             seen.append(case)
         check()
-    assert len(seen) >= 15 * len(levels)
+    assert len(seen) >= 7 * len(levels)
 
 
 def testlevels_where_tables_change():

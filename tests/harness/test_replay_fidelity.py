@@ -31,7 +31,10 @@ from tests.helpers import SPECS
 LEVEL = SPECS.catalog.newest_level.name
 HSIG = "ACTIVATION_HARD_SIGMOID"
 F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
-SAMPLE = settings(max_examples=12, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+# 4 valid batches of 3 data sets and one invalid case for each of the first 4 rules, per operator
+# and backend: the round trip and the fresh-backend replay are the same code for every operator,
+# and a hundred operators at 12 batches and 6 rules took 20 CPU-minutes of make test
+SAMPLE = settings(max_examples=4, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
 
 
@@ -113,11 +116,11 @@ def _sample(op: str) -> list[Case]:
     def valid(batch):
         cases.extend(batch)
     valid()
-    for rule in candidate_rules(spec)[:6]:
+    for rule in candidate_rules(spec)[:4]:
         if not rule_reachable(spec, LEVEL, rule):
             continue
 
-        @settings(SAMPLE, max_examples=2)
+        @settings(SAMPLE, max_examples=1)
         @given(invalid_cases(spec, LEVEL, rule))
         def invalid(case):
             cases.append(case)
