@@ -32,7 +32,7 @@ Mutation = tuple[str, Callable[[Descriptor], None]]
 def _kept_free_size(old: int | None, entry: object) -> int:
     """The size a `free` position keeps (1 where the rank changed: there is none to keep); a
     `free_in(values)` one keeps it where the values hold it, else takes their first (the spec lists
-    its safest value first: BATCH_NORMALIZATION's InputTensor size, not a broadcast 1)."""
+    its safest value first: the full size of a tensor that may broadcast, not its 1)."""
     values = getattr(entry, "values", None)
     if not values:
         return 1 if old is None else old

@@ -324,17 +324,25 @@ def specs(request: pytest.FixtureRequest) -> SpecSet:
 
 # --- parametrization of the conformance tests, from the specs and the options -----------------
 
-def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> list[tuple[str, str | None]]:
-    """(level, skip reason or None) to test for a backend (and an operator): its own level by
-    default (`own`); with `ladder`, for a backend that validates descriptors (the reference, a
-    device), each level where the operator's tables change, up to the device's own (a device
-    judges every descriptor at its own level: one valid at a lower level must be accepted), and
-    for one that does not (ONNX Runtime) its own level; else the levels asked for, those above
-    the device's skipped."""
+def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None, kind: str = "valid") -> list[tuple[str, str | None]]:
+    """(level, skip reason or None) to test for a backend (and an operator) and a kind of cell
+    (valid, invalid, sweep): its own level by default (`own`); with `ladder`, for a backend that
+    validates descriptors (the reference, a device), each level where the operator's tables
+    change, up to the device's own (a device judges every descriptor at its own level: one valid
+    at a lower level must be accepted), and for one that does not (ONNX Runtime) its own level;
+    else the levels asked for, those above the device's skipped.
+
+    The ladder asks of a device (not the reference) at a lower level only its valid cells: an
+    invalid case of a lower level is, at the device's own level, either invalid for the same rule
+    (the own level's invalid cells run it) or valid (the own level's valid cells cover it). An
+    older DLL (directml@1.10.1) runs its invalid cells only, at its own level: its level-gated
+    rejections, what it is in the run for; its arithmetic is the newest DLL's business."""
     specs = config.dml_specs
     backend = config.dml_backends.get(backend_name)
     requested = config.getoption("feature_level") or ["own"]
     own = device_level(backend, specs) if backend is not None else specs.catalog.newest_level.name
+    if requested == ["ladder"] and kind == "sweep" and split_instance(backend_name)[1] is not None:
+        return []  # an older DLL runs its invalid cells only (below)
     if requested == ["own"] or (requested == ["ladder"] and spec is None):
         return [(own, None)]  # sweeps stay at the own level: the newest tables hold every type an older one does
     if requested == ["ladder"]:
@@ -342,8 +350,10 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None) -> 
         if backend is not None and not backend.capabilities().validates_descriptors:
             return [(own, None)]  # no levels of its own (ONNX Runtime): a lower level only repeats its computations
         if split_instance(backend_name)[1] is not None:
-            return [(own, None)]  # an older DLL (directml@1.10.1): its own level, where its level-gated rejections are;
+            return [(own, None)] if kind == "invalid" else []  # an older DLL: its own level, where its level-gated rejections are;
             # the levels below are the newest DLL's ladder
+        if kind == "invalid" and backend is not None and not backend.capabilities().is_reference:
+            return [(own, None)]
         return [(lvl, None) for lvl in spec.table_change_levels
                 if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
     out = []
@@ -394,7 +404,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "invalid_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
             for spec in _operators(config):
-                for level, skip in _levels_for(config, backend, spec):
+                for level, skip in _levels_for(config, backend, spec, "invalid"):
                     if not spec.has_table_at(level) and not rule_reachable(spec, level, "operator.unavailable"):
                         continue
                     for rule in candidate_rules(spec):
@@ -413,8 +423,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("example_cell", params)
     elif "probe_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
+            base, variant = split_instance(backend)
+            # an instance (directml@1.10.1) probes its own files' divergences; its backend's are the
+            # newest DLL's, probed there (one it does not show on an older DLL is not stale)
+            inherited: set[str] = set()
+            if variant is not None:
+                override = config.getoption("expectations_dir")
+                inherited = {i.id for i in expectations_for(base, Path(override) if override else None).items}
             for item in config.dml_expectations[backend].items:
-                if item.probe is None or (config.getoption("operator") and item.operator not in config.getoption("operator")):
+                if item.probe is None or item.id in inherited or (config.getoption("operator") and item.operator not in config.getoption("operator")):
                     continue
                 params.append(_param([(backend, item.id)], f"{item.id}-{backend}", _unavailable(config, backend)))
         metafunc.parametrize("probe_cell", params)
@@ -422,7 +439,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         chunks = config.getoption("fp32_chunks")
         chosen_ops = config.getoption("operator")
         for backend in config.dml_names:
-            for level, skip in _levels_for(config, backend):
+            for level, skip in _levels_for(config, backend, kind="sweep"):
                 found = sweeps(specs, operators=chosen_ops, level=level, include_fp32=config.getoption("exhaustive"),
                                fp32_chunks=[int(c) for c in chunks.split(",")] if chunks else None)
                 for sweep in found:

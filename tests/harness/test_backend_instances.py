@@ -41,3 +41,20 @@ def test_an_instance_has_its_backends_expectations():
 def test_bad_instance_names_are_refused_with_what_is_allowed(name, message):
     problem = option_problem(SPECS, backends=[name], known_backends=backend_entry_points())
     assert problem is not None and message in problem
+
+
+def test_an_instance_probes_its_own_divergences_not_its_backends(tmp_path):
+    """directml@1.10.1 inherits the DirectML expectations (a divergence it shares is explained), but
+    their probes run on the newest DLL only: one an older DLL does not show is not stale there."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    def probes(backend: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", backend, "--operator", "ELEMENT_WISE_POW",
+                               "--reports-dir", str(tmp_path / backend), "--collect-only"],
+                              cwd=root, capture_output=True, text=True, timeout=300)
+        return [line for line in proc.stdout.splitlines() if "test_expectation_probe[" in line and "[NOTSET]" not in line]
+    base_ids = {i.id for i in expectations_for("directml").items if i.operator == "ELEMENT_WISE_POW" and i.probe is not None}
+    assert base_ids and all(any(i in line for line in probes("directml")) for i in base_ids)
+    assert probes("directml@1.10.1") == []

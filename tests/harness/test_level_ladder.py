@@ -34,3 +34,41 @@ def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
     gate = subprocess.run([sys.executable, "-m", "harness.cli", "gate", "--reports-dir", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert gate.returncode == 0 and "GATE: PASS" in gate.stdout
+
+
+class _Device:
+    """A stand-in device: what the ladder reads of a backend is its capabilities."""
+
+    def __init__(self, level: str, reference: bool = False):
+        from harness.model.backend import Capabilities
+        self._caps = Capabilities(max_feature_level=level, validates_descriptors=True, is_reference=reference)
+
+    def capabilities(self):
+        return self._caps
+
+
+class _Config:
+    def __init__(self, backends: dict):
+        self.dml_specs = SPECS
+        self.dml_backends = backends
+
+    def getoption(self, name: str):
+        return ["ladder"] if name == "feature_level" else None
+
+
+def test_the_ladder_asks_a_device_valid_cells_below_its_level_and_an_older_dll_its_rejections():
+    """ELEMENT_WISE_POW's tables change at FL 1.0, 2.1 and 3.0 (hand-read). The reference runs every
+    kind at every level; the newest DLL its valid cells at each level and its invalid ones at its
+    own (an invalid case of a lower level is judged at the device's level); an older DLL only its
+    invalid cells, at its own level; no sweeps on it."""
+    from harness.run.plugin import _levels_for
+    config = _Config({"numpy": _Device("6.4", reference=True), "directml": _Device("6.4"), "directml@1.10.1": _Device("5.2")})
+    pow_ = SPECS.operator("ELEMENT_WISE_POW")
+    ladder = [lvl for lvl in pow_.table_change_levels]
+    assert {"1.0", "2.1", "3.0", "6.4"} <= set(ladder)
+    levels = lambda backend, kind: [lvl for lvl, _ in _levels_for(config, backend, pow_, kind)]  # noqa: E731
+    assert levels("numpy", "valid") == levels("numpy", "invalid") == ladder
+    assert levels("directml", "valid") == ladder and levels("directml", "invalid") == ["6.4"]
+    assert levels("directml@1.10.1", "valid") == [] and levels("directml@1.10.1", "invalid") == ["5.2"]
+    assert [lvl for lvl, _ in _levels_for(config, "directml@1.10.1", kind="sweep")] == []
+    assert [lvl for lvl, _ in _levels_for(config, "directml", kind="sweep")] == ["6.4"]
