@@ -179,20 +179,22 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
     candidates = mutations(spec, d)
     touched = lambda what: {n for n in d.tensors if what.startswith(n + ".") or what.startswith(n + " ")}
     sized = _sized_arrays(spec)
-    for k in range(len(candidates)):
+    # each mutation re-derived or not; then, only if none breaks the rule alone, those that change
+    # the sizes an array's length reads (a bias per channel) with the arrays drawn again for the
+    # new sizes (ChannelCount 2 for 2 channels)
+    tries = [(k, derive, False) for k in range(len(candidates)) for derive in (True, False)]
+    tries += [(k, True, True) for k in range(len(candidates)) if sized & touched(candidates[(start + k) % len(candidates)][0])]
+    for k, derive, fresh in tries:
         what, apply = candidates[(start + k) % len(candidates)]
-        # re-derived or not; then, where arrays take their length from a tensor's sizes (a bias per
-        # channel), with those arrays drawn again for the new sizes (ChannelCount 2 for 2 channels)
-        for derive, fresh in ((True, False), (False, False)) + (((True, True),) if sized & touched(what) else ()):
-            x = d.clone()
-            x.aliases = {}
-            apply(x)
-            if derive and not rederive(spec, x, keep=touched(what)):
-                continue
-            if fresh:
-                x.attributes.update(first_array_values(spec, x))
-            if validate(spec, x, level).rule_ids == {rule}:
-                return x, what + (" (derived sizes re-derived)" if derive else "") + (" (arrays drawn again)" if fresh else "")
+        x = d.clone()
+        x.aliases = {}
+        apply(x)
+        if derive and not rederive(spec, x, keep=touched(what)):
+            continue
+        if fresh:
+            x.attributes.update(first_array_values(spec, x))
+        if validate(spec, x, level).rule_ids == {rule}:
+            return x, what + (" (derived sizes re-derived)" if derive else "") + (" (arrays drawn again)" if fresh else "")
     return None
 
 
