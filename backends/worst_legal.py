@@ -33,7 +33,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import output_buffers, read_logical
 from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
-from harness.spec.context import bind_items, element_coordinates, element_names_read, formula_context
+from harness.spec.context import bind_items, element_coordinates, element_names_read, formula_context, item_data_type
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
 from harness.spec.functions import MATH_FUNCTIONS
 from harness.spec.fused import with_fused_activations
@@ -404,8 +404,7 @@ class WorstLegalBackend:
         for var, coordinate in coordinates.items():  # exact integers
             operands[var] = (coordinate.reshape(-1), "constant", None)
         for var, item in bind_items(spec, descriptor.attributes, coordinates).items():  # an array's item: a state
-            is_float_item = spec.field(spec.formula.items[var][0]).element == "FLOAT"
-            operands[var] = (item.reshape(-1), "attribute", "FLOAT32" if is_float_item else None)
+            operands[var] = (item.reshape(-1), "attribute", item_data_type(spec, var))
         for var in spec.formula.attributes:
             field = spec.field(var)
             if field.is_array:  # read through its items (above)

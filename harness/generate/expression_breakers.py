@@ -21,7 +21,7 @@ from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
 from harness.spec.operator import OperatorSpec
 from harness.generate.layouts import reset_layout
-from harness.generate.strategies import dependent_values, derive_sizes
+from harness.generate.strategies import dependent_values, derive_sizes, domain_reads
 from harness.spec.shape_expr import is_free
 from harness.generate.types import coverage_plan
 
@@ -203,9 +203,7 @@ def _sized_arrays(spec: OperatorSpec) -> frozenset[str]:
     """The tensors whose sizes an array's length or items read (a breaker that changes them may
     draw those arrays again)."""
     tensors = {f.name for f in spec.tensor_fields}
-    return frozenset(n for f in spec.attribute_fields if f.is_array
-                     for n in tensors & set().union(*(e.names() for k, e in spec.attribute_values.get(f.name, {}).items()
-                                                       if k in ("length", "each", "subset_of"))))
+    return frozenset(n for f in spec.attribute_fields if f.is_array for n in tensors & domain_reads(spec.attribute_values.get(f.name, {})))
 
 
 def expression_breaker(rule: str) -> Callable[[st.DrawFn, OperatorSpec, str, Descriptor], "tuple[Descriptor, str] | None"]:

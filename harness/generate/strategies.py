@@ -13,8 +13,8 @@ import numpy as np
 from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import expression_scope
-from harness.model.validator import expression_violations, level_guarded
+from harness.model.facts import expression_scope, level_guarded
+from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
 from harness.spec.operator import OperatorSpec
 from harness.spec.shape_expr import is_free
@@ -204,7 +204,7 @@ def _drawn_rules(spec: OperatorSpec) -> bool:
     1 or 3) is kept by drawing again, as is a rule of older levels (Spatial FALSE forbids a
     broadcast mean below FL 4.0), which the shapes drawn for every level do not know."""
     counts = {f.name for f in spec.attribute_fields if f.is_count}
-    return level_guarded(spec) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+    return bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
 
 
 @lru_cache(maxsize=None)
@@ -244,7 +244,7 @@ def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
 def _reading_derived(spec: OperatorSpec) -> frozenset[str]:
     """The shape-dependent fields whose domains read a derived tensor (drawn after the derivation)."""
     derived = {c.tensors[0] for c in spec.shape_rules}
-    return frozenset(f.name for f in _dependent_order(spec) if _reads(spec.attribute_values[f.name]) & derived)
+    return frozenset(f.name for f in _dependent_order(spec) if domain_reads(spec.attribute_values[f.name]) & derived)
 
 
 @st.composite
@@ -296,7 +296,7 @@ def _dependent_order(spec: OperatorSpec) -> tuple:
     pending = [f for f in spec.attribute_fields if f.is_array or "one_of" in spec.attribute_values.get(f.name, {})]
     order = []
     while pending:
-        ready = [f for f in pending if not (_reads(spec.attribute_values[f.name]) & {p.name for p in pending if p is not f})]
+        ready = [f for f in pending if not (domain_reads(spec.attribute_values[f.name]) & {p.name for p in pending if p is not f})]
         if not ready:
             raise ValueError(f"{spec.name}: the domains of {', '.join(p.name for p in pending)} read each other")
         order.extend(ready)
@@ -304,7 +304,7 @@ def _dependent_order(spec: OperatorSpec) -> tuple:
     return tuple(order)
 
 
-def _reads(pool: dict) -> set[str]:
+def domain_reads(pool: dict) -> set[str]:
     """The names a field's domain expressions read."""
     return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.generate.cases import case_from_arrays
+from harness.generate.expression_breakers import first_array_values
 from harness.model.descriptor import Case
 from harness.spec.operator import OperatorSpec, SpecSet
 from harness.generate.types import valid_type_assignments
@@ -150,7 +151,6 @@ def sweep_case(specs: SpecSet, sweep: Sweep) -> Case:
     case = case_from_arrays(spec, sweep.level, types, inputs, sizes=sizes,
                             attributes=attributes or None, origin=f"sweep:{sweep.id}")
     if any(f.is_array for f in spec.attribute_fields):  # an array: its first choices (a FLOAT one: its first ordinary value)
-        from harness.generate.expression_breakers import first_array_values
         case.descriptor.attributes.update(first_array_values(spec, case.descriptor))
     case.tags = ["exhaustive"]
     return case

@@ -12,8 +12,8 @@ import itertools
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from harness.model.facts import attribute_names, level_facts
-from harness.spec.operator import OperatorSpec, level_names
+from harness.model.facts import attribute_names, level_facts, level_guarded
+from harness.spec.operator import OperatorSpec
 
 
 class PlanCell(NamedTuple):
@@ -30,15 +30,9 @@ def _names(spec: OperatorSpec, member: str | None, level: str | None = None) -> 
     feature level where a guard reads it (POW: the exponent's type is tied below FL 3.0); None
     where no guard reads either. No level: the newest."""
     names = attribute_names(spec, spec.variant_attributes(member)) if spec.variant_key is not None else None
-    if _level_guarded(spec):
+    if level_guarded(spec) & {"same_data_type", "data_type_in"}:
         names = {**(names or {}), **level_facts(spec.catalog, level)}
     return names
-
-
-@lru_cache(maxsize=None)
-def _level_guarded(spec: OperatorSpec) -> bool:
-    levels = level_names(spec.catalog)
-    return any(c.is_type_rule and c.guard is not None and c.guard.names() & levels for c in spec.constraints)
 
 
 def names_for(spec: OperatorSpec, member: str | None, level: str | None = None) -> dict[str, Any] | None:

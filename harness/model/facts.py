@@ -6,13 +6,14 @@ array's length), every enum member, and each tensor field's Sizes (None: absent)
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.spec.catalog import Catalog
-from harness.spec.operator import FEATURE_LEVEL_NAME, OperatorSpec, enum_members, level_constant
+from harness.spec.operator import FEATURE_LEVEL_NAME, OperatorSpec, enum_members, level_constant, level_names
 from harness.spec.shape_expr import TensorFacts
 
 
@@ -51,6 +52,14 @@ def expression_scope(spec: OperatorSpec, descriptor: Descriptor, attributes: dic
     for array, items in spec.tensor_arrays.items():
         names[array] = [facts[item] for item in items if item in facts and facts[item].sizes is not None]
     return names, facts
+
+
+@lru_cache(maxsize=None)
+def level_guarded(spec: OperatorSpec) -> frozenset[str]:
+    """The rules (type, expression or shape) whose `when` reads the feature level: their guards
+    need level_facts (POW's exponent type tied below FL 3.0)."""
+    levels = level_names(spec.catalog)
+    return frozenset(c.rule for c in spec.constraints if c.guard is not None and c.guard.names() & levels)
 
 
 def level_facts(catalog: Catalog, level: str | None) -> dict[str, int]:

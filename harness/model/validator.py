@@ -7,14 +7,13 @@ from DirectML's generic buffer-tensor rules. Every rule has a stable id (GENERIC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from harness.spec.catalog import Catalog
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import attribute_names, expression_scope, level_facts
+from harness.model.facts import attribute_names, expression_scope, level_facts, level_guarded
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
-from harness.spec.operator import OperatorSpec, SpecSet, level_names
+from harness.spec.operator import OperatorSpec, SpecSet
 from harness.spec.shape_expr import is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
@@ -123,13 +122,6 @@ def _reads_bad_enum(c, bad: set[str]) -> bool:
     return bool(bad) and bool(bad & c.expression_names)
 
 
-@lru_cache(maxsize=None)
-def level_guarded(spec: OperatorSpec) -> bool:
-    """Whether an expression or shape rule's `when` reads the feature level."""
-    levels = level_names(spec.catalog)
-    return any(c.rule in ("expression", "shape") and c.guard is not None and c.guard.names() & levels for c in spec.constraints)
-
-
 def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str | None = None) -> list[Violation]:
     """The `expression` and `shape` constraints the descriptor breaks. A rule whose expression reads
     what is not there (an absent tensor, an index past a list's end) is not in force: another rule
@@ -141,7 +133,7 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str
     if not rules:
         return []
     names, tensors = expression_scope(spec, descriptor)
-    if level_guarded(spec):  # a rule in force below a level reads the case's (no level: the newest)
+    if level_guarded(spec) & {"expression", "shape"}:  # a rule in force below a level reads the case's (no level: the newest)
         names.update(level_facts(spec.catalog, level))
     malformed = {n for n, t in descriptor.tensors.items() if _malformed(t)}
     # an enum field holding no member: attribute.enum_value is the rule broken; a relation over it says nothing

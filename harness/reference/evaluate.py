@@ -20,7 +20,7 @@ import numpy as np
 
 from harness.spec.catalog import DataType
 from harness.model.descriptor import Case, Descriptor
-from harness.spec.context import attribute_values, formula_context
+from harness.spec.context import attribute_values, formula_context, item_data_type
 from harness.spec.expr import EvalContext, NotExact, evaluate_exact
 from harness.model.layout import read_logical
 from harness.spec.fused import with_fused_activations
@@ -134,8 +134,7 @@ class Expected:
             elif members.get(var):  # a struct member: a FLOAT state, like a FLOAT attribute
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32")
             elif var in spec.formula.items:  # an array attribute's item: a state too
-                is_float_item = spec.field(spec.formula.items[var][0]).element == "FLOAT"
-                operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_item else None)
+                operands[var] = Operand(np.asarray(value), "attribute", item_data_type(spec, var))
             elif var in spec.formula.attributes:
                 is_float_field = spec.field(var).c_type == "FLOAT"
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32" if is_float_field else None)

@@ -59,6 +59,12 @@ def element_names_read(spec: OperatorSpec) -> frozenset[str]:
     return frozenset(n for f in formulas for n in f.names if n in ELEMENT_NAMES) | {index for _, index in spec.formula.items.values()}
 
 
+def item_data_type(spec: OperatorSpec, var: str) -> str | None:
+    """What the precision model reads a `formula.items` variable as: a FLOAT item is a FLOAT32 state
+    (it may be flushed, as a FLOAT attribute); an integer item is exact."""
+    return "FLOAT32" if spec.field(spec.formula.items[var][0]).element == "FLOAT" else None
+
+
 def bind_items(spec: OperatorSpec, attributes: dict[str, Any], coordinates: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each `formula.items` variable: its array attribute's item at the element's coordinate, as the
     device holds it (a FLOAT item a float32). The spec's constraints keep the coordinate within the
