@@ -1,6 +1,6 @@
-"""ExpectationSet.explain: a known divergence explains a mismatch only when one expectation, for
-this operator and output (and input) type, covers EVERY mismatching element; a mismatch it covers
-in part stays a failure."""
+"""ExpectationSet.explain: known divergences explain a mismatch only when the expectations for
+this operator and output (and input) type cover EVERY mismatching element (one alone if one does,
+else together); a mismatch they cover in part stays a failure."""
 import numpy as np
 import pytest
 
@@ -50,8 +50,17 @@ def test_a_partly_explained_mismatch_is_not_explained(x, actual):
     assert ExpectationSet("b", [_item("isnan(x)")]).explain(SIGN, "FLOAT32", diff, "FLOAT32") is None
 
 
-def test_two_expectations_each_covering_a_part_do_not_explain_the_whole():
-    diff = _diff(SIGN, [np.nan, -2.0], [np.nan, 1.0])
+def test_two_expectations_each_covering_a_part_explain_the_whole_together():
+    # a random case can show two known divergences at once (POW: a denormal base in one element, a
+    # huge even exponent in another): their union explains it, under both ids
+    diff = _diff(SIGN, [np.nan, -2.0, 3.0], [np.nan, 1.0, 1.0])
+    items = [_item("isnan(x)", id_="nan"), _item("x > 5", id_="unrelated"), _item("x < 0", id_="negative")]
+    found = ExpectationSet("b", items).explain(SIGN, "FLOAT32", diff, "FLOAT32")
+    assert found is not None and found.id == "nan+negative"
+
+
+def test_a_union_that_leaves_one_element_out_explains_nothing():
+    diff = _diff(SIGN, [np.nan, -2.0, 3.0], [np.nan, 1.0, -1.0])  # Sign(3) = -1: neither explains it
     items = [_item("isnan(x)", id_="nan"), _item("x < 0", id_="negative")]
     assert ExpectationSet("b", items).explain(SIGN, "FLOAT32", diff, "FLOAT32") is None
 
