@@ -130,14 +130,32 @@ def _nearest(v: np.ndarray, dtype: Any, err: np.ndarray | None = None) -> np.nda
 def _round(part: Part, mode: str, dtype: Any, err_lo: np.ndarray | None = None,
            err_hi: np.ndarray | None = None) -> Part:
     """`part`'s exact interval rounded to `dtype` under `mode` (nearest: each endpoint to nearest,
-    faithful: outward to the representable neighbours)."""
+    faithful: outward to the representable neighbours; within_1ulp: as faithful, and an exactly
+    representable finite, nonzero end may also move one step out: D3D bounds the reciprocal inside
+    fp32 division by 1 ULP with no exactness clause (only double rcp has one), so rcp(-1) may be
+    -1 - 2^-23 or -1 + 2^-24; its division table keeps x / 1.0 = x, so an end of exactly 1, the
+    reciprocal of 1.0 alone, stays)."""
     if mode == "nearest":
         lo, hi = _nearest(part.lo, dtype, err_lo), _nearest(part.hi, dtype, err_hi)
     else:
         lo, hi = _down(part.lo, dtype, err_lo), _up(part.hi, dtype, err_hi)
+        if mode == "within_1ulp":
+            lo, hi = _step_out_if_exact(lo, part.lo, err_lo, dtype, -np.inf), _step_out_if_exact(hi, part.hi, err_hi, dtype, np.inf)
     lo = np.where(np.isnan(part.lo), np.nan, lo)
     hi = np.where(np.isnan(part.hi), np.nan, hi)
     return Part(lo, hi, part.nan, part.tags, True)
+
+
+def _step_out_if_exact(rounded: np.ndarray, exact: np.ndarray, err: np.ndarray | None, dtype: Any,
+                       toward: float) -> np.ndarray:
+    """`rounded` moved one representable step toward `toward` where it equals the exact value
+    (finite, nonzero and not 1: the special values of rcp and D3D's x / 1.0 = x stay exact)."""
+    with np.errstate(all="ignore"):
+        hit = (rounded == exact) & np.isfinite(exact) & (exact != 0) & (exact != 1.0)
+        if err is not None:
+            hit &= err == 0
+        stepped = np.nextafter(rounded.astype(dtype), dtype(toward)).astype(np.float64)
+    return np.where(hit, stepped, rounded)
 
 
 def _two_sum_error(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:

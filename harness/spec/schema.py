@@ -250,7 +250,7 @@ FEATURE_LEVELS_SCHEMA: dict = {
         "properties": {"name": _LEVEL, "enum": {"type": "integer"}, "directml": {"type": "string"}}}}},
 }
 
-_ROUNDING = {"enum": ["nearest", "faithful"]}
+_ROUNDING = {"enum": ["nearest", "faithful", "within_1ulp"]}
 _FLOAT_TYPE_NAME = {"enum": ["FLOAT16", "FLOAT32", "FLOAT64"]}
 
 ARITHMETIC_SCHEMA: dict = {

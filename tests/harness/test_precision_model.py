@@ -79,6 +79,31 @@ def test_division_error_turning_a_near_tie_into_a_tie_is_legal_and_no_further():
     assert _judge(spec, case, np.array([-24], np.int8)).status == "mismatch"
 
 
+def test_an_exact_reciprocal_may_be_one_step_off_and_no_further():
+    # DirectML 1.15.4 (make run's ladder): fmod(0.99999994, -1) = -2^-24. Through the reciprocal,
+    # rcp(-1) = -(1 - 2^-24) (1 ULP: D3D's fp32 division grants no exactness clause) makes
+    # a * rcp(b) round to -1, trunc -1, a - b * -1 = -2^-24; with an exact rcp it is 0.99999994.
+    spec = SPECS.operator("ELEMENT_WISE_MODULUS_TRUNCATE")
+    types = {"ATensor": "FLOAT32", "BTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    case = case_from_arrays(spec, "6.4", types, {"ATensor": np.array([0.99999994], np.float32),
+                                                 "BTensor": np.array([-1.0], np.float32)})
+    assert _judge(spec, case, np.array([0.99999994], np.float32)).status == "pass"   # exact
+    legal = _judge(spec, case, np.array([-2.0 ** -24], np.float32))
+    assert legal.status == "pass" and "division through the reciprocal" in legal.liberties
+    assert _judge(spec, case, np.array([-2.0 ** -23], np.float32)).status == "mismatch"
+
+
+def test_division_by_one_stays_exact():
+    # D3D's division table: x / 1.0 = x, so the 1-ULP reciprocal never moves rcp(1.0)
+    spec = SPECS.operator("ELEMENT_WISE_DIVIDE")
+    types = {"ATensor": "FLOAT32", "BTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    case = case_from_arrays(spec, "6.4", types, {"ATensor": np.array([3.0, 3.0], np.float32),
+                                                 "BTensor": np.array([1.0, -1.0], np.float32)})
+    assert _judge(spec, case, np.array([3.0, -3.0], np.float32)).status == "pass"
+    assert _judge(spec, case, np.array([3.0, np.nextafter(np.float32(-3.0), np.float32(-4.0))], np.float32)).status == "pass"
+    assert _judge(spec, case, np.array([np.nextafter(np.float32(3.0), np.float32(4.0)), -3.0], np.float32)).status == "mismatch"
+
+
 # --- the rules themselves --------------------------------------------------------------------
 
 def _steps(value: np.float32, k: int) -> np.float32:
