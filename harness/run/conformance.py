@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.model.descriptor import Case
     from harness.run.case import Outcome
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import settings
 
 from harness.judge.status import Status, severity, status_tag
 from harness.report.allure import add_tags, attach_liberties, attach_outcome, label_status, label_test
@@ -25,6 +24,7 @@ from harness.judge.expectations import EXPECTED_DIVERGENCE
 from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
 from harness.run.case import run_case
+from harness.run.drawn import drawn_cases
 from harness.generate.sweeps import sweep_case
 
 pytestmark = pytest.mark.conformance
@@ -105,15 +105,13 @@ def _settings(request):
     return settings(max_examples=n) if n else settings()
 
 
-def _run_generated(request, backend, spec, strategy, kind, tally, examples: int | None = None) -> None:
-    """Hypothesis draws cases (or batches of cases) from `strategy`; each case is run and judged;
-    the tally decides the outcome. `examples` caps the draws below the profile's."""
-    @(settings(max_examples=examples) if examples else _settings(request))
-    @given(strategy)
-    def check(drawn: Case | list[Case]) -> None:
-        for case in drawn if isinstance(drawn, list) else [drawn]:
-            _run(request, backend, spec, case, kind, tally)
-    check()
+def _run_generated(request, backend, spec, cell: tuple, strategy, kind, tally, examples: int | None = None) -> None:
+    """Hypothesis draws cases (or batches of cases) from `strategy()` (once per cell for all the
+    backends that run it: harness.run.drawn); each case is run and judged; the tally decides the
+    outcome. `examples` caps the draws below the profile's."""
+    chosen = settings(max_examples=examples) if examples else _settings(request)
+    for case in drawn_cases((id(spec), kind) + cell, strategy, chosen):
+        _run(request, backend, spec, case, kind, tally)
     tally.finish(request)
 
 
@@ -122,7 +120,8 @@ def test_valid(request: pytest.FixtureRequest, valid_cell: tuple[str, str, str, 
     spec = request.config.dml_specs.operator(op)
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
     per = request.config.getoption("data_per_descriptor")
-    _run_generated(request, backend, spec, valid_case_batches(spec, level, dtype, per_descriptor=per), "valid", _Tally())
+    _run_generated(request, backend, spec, (level, dtype, per), lambda: valid_case_batches(spec, level, dtype, per_descriptor=per),
+                   "valid", _Tally())
 
 
 def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, str, str]) -> None:
@@ -133,7 +132,8 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
     # unsupported, whatever is drawn: one case records that in the matrix; more would only cost time.
     instance = request.config.dml_backends.get(backend)
     checks = instance is None or instance.capabilities().validates_descriptors
-    _run_generated(request, backend, spec, invalid_cases(spec, level, rule), "invalid", _Tally(), None if checks else 1)
+    _run_generated(request, backend, spec, (level, rule), lambda: invalid_cases(spec, level, rule), "invalid", _Tally(),
+                   None if checks else 1)
 
 
 def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:

@@ -336,7 +336,9 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None, kin
     invalid case of a lower level is, at the device's own level, either invalid for the same rule
     (the own level's invalid cells run it) or valid (the own level's valid cells cover it). An
     older DLL (directml@1.10.1) runs its invalid cells only, at its own level: its level-gated
-    rejections, what it is in the run for; its arithmetic is the newest DLL's business."""
+    rejections, what it is in the run for; its arithmetic is the newest DLL's business. Valid
+    cells skip the level just before each table change (its valid cases are those of the level its
+    table starts at); invalid cells keep it (a level-gated rule breaks there)."""
     specs = config.dml_specs
     backend = config.dml_backends.get(backend_name)
     requested = config.getoption("feature_level") or ["own"]
@@ -354,8 +356,8 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None, kin
             # the levels below are the newest DLL's ladder
         if kind == "invalid" and backend is not None and not backend.capabilities().is_reference:
             return [(own, None)]
-        return [(lvl, None) for lvl in spec.table_change_levels
-                if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
+        levels = spec.table_change_levels if kind == "invalid" else spec.table_start_levels
+        return [(lvl, None) for lvl in levels if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
     out = []
     for lvl in (specs.catalog.newest_level.name if r == "newest" else r for r in requested):
         if backend is not None and specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
@@ -382,6 +384,17 @@ def _unavailable(config, backend):
     return f"backend {backend} not available: {config.dml_unavailable.get(backend, 'not loaded')}"
 
 
+def _cells_together(params: list) -> list:
+    """The parameters reordered so that the backends of one cell (operator, level, type or rule)
+    are neighbours, in the order the backends were named: the conformance module draws a cell's
+    cases once and hands them to each backend in turn (harness.run.drawn), and xdist gives a worker
+    neighbouring tests, so the drawing is shared instead of repeated per backend."""
+    first: dict[tuple, int] = {}
+    for position, param in enumerate(params):
+        first.setdefault(tuple(param.values[0][1:]), position)
+    return sorted(params, key=lambda param: first[tuple(param.values[0][1:])])
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     specs = config.dml_specs
@@ -400,7 +413,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                             continue
                         params.append(_param([(backend, spec.name, level, t)], f"{spec.name}-FL{level}-{t}-{backend}",
                                              _unavailable(config, backend) or skip))
-        metafunc.parametrize("valid_cell", params)
+        metafunc.parametrize("valid_cell", _cells_together(params))
     elif "invalid_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
             for spec in _operators(config):
@@ -411,7 +424,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         if rule_reachable(spec, level, rule):
                             params.append(_param([(backend, spec.name, level, rule)], f"{spec.name}-FL{level}-{rule}-{backend}",
                                                  _unavailable(config, backend) or skip))
-        metafunc.parametrize("invalid_cell", params)
+        metafunc.parametrize("invalid_cell", _cells_together(params))
     elif "example_cell" in metafunc.fixturenames:
         for backend in config.dml_names:
             for spec in _operators(config):

@@ -470,6 +470,18 @@ class OperatorSpec:
                 keep |= {names[i - 1], names[i]}
         return tuple(level for level in names if level in keep)
 
+    @property
+    def table_start_levels(self) -> tuple[str, ...]:
+        """The first and newest levels and each level where the tables in force change: where a
+        valid descriptor can differ from one of the level before (the level just before a change
+        has the older table, so its valid cases repeat those of the level that table starts at;
+        only its invalid ones, a level-gated rule broken, are new)."""
+        names = [lvl.name for lvl in self.catalog.levels]
+        keep = {names[0], names[-1]}
+        tables = [tuple(id(t) for t in self.tables_at(level)) for level in names]
+        keep |= {names[i] for i in range(1, len(names)) if tables[i] != tables[i - 1]}
+        return tuple(level for level in names if level in keep)
+
     def has_table_at(self, level: str) -> bool:
         """Whether the operator is available at `level`: some variant group has a table there."""
         return bool(self.tables_at(level))

@@ -24,13 +24,14 @@ def test_keywords_are_options_of_their_own():
 def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
     gather = SPECS.operator("GATHER")
     assert gather.table_change_levels == ("1.0", "2.0", "2.1", "3.0", "4.0", "4.1", "6.4")  # tables 1.0, 2.1, 3.0, 4.1 (hand-read)
+    assert gather.table_start_levels == ("1.0", "2.1", "3.0", "4.1", "6.4")  # valid cells: where a table starts
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--backend", "numpy", "--operator", "GATHER",
                            "--feature-level", "ladder", "--max-examples", "1", "--workers", "0", "--reports-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     records = [json.loads(line) for path in (tmp_path / "results").glob("results-*.jsonl") for line in path.read_text().splitlines()]
-    for kind in ("valid", "invalid"):
-        assert {r["feature_level"] for r in records if r["kind"] == kind} == set(gather.table_change_levels), kind
+    assert {r["feature_level"] for r in records if r["kind"] == "invalid"} == set(gather.table_change_levels)
+    assert {r["feature_level"] for r in records if r["kind"] == "valid"} == set(gather.table_start_levels)
     gate = subprocess.run([sys.executable, "-m", "harness.cli", "gate", "--reports-dir", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert gate.returncode == 0 and "GATE: PASS" in gate.stdout
@@ -57,18 +58,20 @@ class _Config:
 
 
 def test_the_ladder_asks_a_device_valid_cells_below_its_level_and_an_older_dll_its_rejections():
-    """ELEMENT_WISE_POW's tables change at FL 1.0, 2.1 and 3.0 (hand-read). The reference runs every
-    kind at every level; the newest DLL its valid cells at each level and its invalid ones at its
+    """ELEMENT_WISE_POW's tables start at FL 1.0 and 3.0 (hand-read). The reference runs its
+    invalid cells at each of those and the level just before, its valid cells where a table starts;
+    the newest DLL its valid cells at those levels and its invalid ones at its
     own (an invalid case of a lower level is judged at the device's level); an older DLL only its
     invalid cells, at its own level; no sweeps on it."""
     from harness.run.plugin import _levels_for
     config = _Config({"numpy": _Device("6.4", reference=True), "directml": _Device("6.4"), "directml@1.10.1": _Device("5.2")})
     pow_ = SPECS.operator("ELEMENT_WISE_POW")
     ladder = [lvl for lvl in pow_.table_change_levels]
-    assert {"1.0", "2.1", "3.0", "6.4"} <= set(ladder)
+    starts = [lvl for lvl in pow_.table_start_levels]
+    assert ladder == ["1.0", "2.1", "3.0", "6.4"] and starts == ["1.0", "3.0", "6.4"]
     levels = lambda backend, kind: [lvl for lvl, _ in _levels_for(config, backend, pow_, kind)]  # noqa: E731
-    assert levels("numpy", "valid") == levels("numpy", "invalid") == ladder
-    assert levels("directml", "valid") == ladder and levels("directml", "invalid") == ["6.4"]
+    assert levels("numpy", "invalid") == ladder and levels("numpy", "valid") == starts
+    assert levels("directml", "valid") == starts and levels("directml", "invalid") == ["6.4"]
     assert levels("directml@1.10.1", "valid") == [] and levels("directml@1.10.1", "invalid") == ["5.2"]
     assert [lvl for lvl, _ in _levels_for(config, "directml@1.10.1", kind="sweep")] == []
     assert [lvl for lvl, _ in _levels_for(config, "directml", kind="sweep")] == ["6.4"]
