@@ -345,11 +345,12 @@ class WorstLegalBackend:
             return self._exact(spec, case)  # bit operations have no arithmetic liberty
         try:
             values = self._compute(spec, case)
+            others = {name: self._compute(spec.for_output(name), case) for name in spec.formula.other_outputs}
         except NotImplementedError as exc:
             return Unsupported(f"the worst legal device has no point rule for {exc}")
         if values is None:
             return self._exact(spec, case)
-        return Outputs(output_buffers(spec, case, values))
+        return Outputs(output_buffers(spec, case, {spec.formula.output: values, **others} if others else values))
 
     def _family(self, spec: OperatorSpec, case: Case) -> RunResult:
         """An index-space operator: its family's exact computation (harness.reference.families) on
@@ -374,7 +375,8 @@ class WorstLegalBackend:
     def _exact(self, spec: OperatorSpec, case: Case) -> RunResult:
         from harness.reference.evaluate import compute_outputs
         result, _, _ = compute_outputs(spec, case.descriptor, case.inputs)
-        return Outputs(output_buffers(spec, case, result))
+        others = {name: compute_outputs(spec.for_output(name), case.descriptor, case.inputs)[0] for name in spec.formula.other_outputs}
+        return Outputs(output_buffers(spec, case, {spec.formula.output: result, **others} if others else result))
 
     def _compute(self, spec: OperatorSpec, case: Case) -> np.ndarray | None:
         """The formula's outputs under this case's behaviour, in the output type; None for an integer-only formula."""

@@ -334,6 +334,11 @@ def combine_outputs(results: list[DiffResult]) -> DiffResult:
         for k, v in r.liberties.items():
             liberties[k] = liberties.get(k, 0) + v
     combined.liberties = liberties
+    masks = [r.bad_mask for r in results if r.bad_mask is not None]
+    if len(masks) > 1 and all(m.shape == masks[0].shape for m in masks):
+        # outputs of one shape (ADAM_OPTIMIZER's parameters and moments): an element fails where
+        # any output fails there, so that an expectation explains the case element by element
+        combined.bad_mask = np.logical_or.reduce(masks)
     return combined
 
 

@@ -91,7 +91,7 @@ class Expected:
         mask = np.zeros(length, dtype=bool)
         reasons: list[str] = []
         for rule in self.spec.unspecified:
-            if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
+            if rule.handled_by == "comparison" or not rule.concerns(name, out_type):
                 continue
             hit = self._mask(name, rule.when, bool, flat_index)
             if hit.any():
@@ -160,7 +160,7 @@ class Expected:
             return None
         operands, ctx, tensor_types = inputs
         try:
-            parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands,
+            parts = legal_values(self.spec.catalog.arithmetic, self.spec.for_output(name).formula.expression, operands,
                                  int(flat_index.size), ctx, self._out_type(name), tensor_types)
         except ModelUnsupported as exc:
             self.legal_note = str(exc)
@@ -181,19 +181,21 @@ class Expected:
         if inputs is None:
             return mask, reasons
         operands, ctx, tensor_types = inputs
-        unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size), mask, reasons)
+        unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size), mask, reasons,
+                                output=name)
         return mask, reasons
 
 
 def unspecified_under_model(spec: OperatorSpec, out_type: str, operands: dict, ctx: EvalContext, tensor_types: list[str],
-                            n: int, mask: np.ndarray, reasons: list[str], liberty: str | None = None) -> None:
+                            n: int, mask: np.ndarray, reasons: list[str], liberty: str | None = None,
+                            output: str | None = None) -> None:
     """Mark in `mask` (in place) the elements where some `unspecified` rule of `spec` may hold on a
     legal evaluation of its condition over `operands`, adding each rule's id to `reasons` with the
     liberties it needs (and `liberty`, the alternative the operands stand for)."""
     from harness.reference.legal import ModelUnsupported, legal_values, may_be_true
     model = spec.catalog.arithmetic
     for rule in spec.unspecified:
-        if rule.handled_by == "comparison" or (rule.applies_to is not None and out_type not in rule.applies_to):
+        if rule.handled_by == "comparison" or not rule.concerns(output or spec.formula.output, out_type):
             continue
         try:
             parts = legal_values(model, rule.when, operands, n, ctx, out_type, tensor_types, convert_output=False)
@@ -375,7 +377,10 @@ def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
     if spec.formula.family is not None:
         return FamilyExpected(spec, case)
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
-    return Expected(spec, case, {spec.formula.output: result}, variables, ctx)
+    outputs = {spec.formula.output: result}
+    for name in spec.formula.other_outputs:  # ADAM_OPTIMIZER's moments: the same names, another expression
+        outputs[name] = compute_outputs(spec.for_output(name), case.descriptor, case.inputs)[0]
+    return Expected(spec, case, outputs, variables, ctx)
 
 
 def family_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:
@@ -526,7 +531,7 @@ class FamilyExpected(Expected):
         for liberty, override in self._epilogue_variants(name):
             operands, ctx, tensor_types = self._epilogue_operands(name, flat_index, override)
             unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size),
-                                    mask, reasons, liberty)
+                                    mask, reasons, liberty, output=name)
         return mask, reasons
 
 

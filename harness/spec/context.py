@@ -54,7 +54,7 @@ def element_names_read(spec: OperatorSpec) -> frozenset[str]:
     costs an int64 array of the output's size)."""
     if spec.formula.family is not None:
         return frozenset()
-    formulas = [spec.formula.expression, *(r.when for r in spec.unspecified), *(f.expression for f in spec.favour)]
+    formulas = [*spec.formula.outputs.values(), *(r.when for r in spec.unspecified), *(f.expression for f in spec.favour)]
     formulas += [f for c in spec.comparison.values() for f in (c.atol, c.ties) if f is not None]
     return frozenset(n for f in formulas for n in f.names if n in ELEMENT_NAMES) | {index for _, index in spec.formula.items.values()}
 

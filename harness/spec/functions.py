@@ -116,11 +116,20 @@ def _mp() -> Any:
     return mpmath
 
 
+EXACT_EXPONENT_LIMIT = 4096  # binary exponents beyond +-2^4096: outside the exact path's range
+
+
 def _to_fraction(value: Any) -> Fraction:
+    """An mpmath value as an exact fraction; one far beyond float64's range (2^+-4096) is refused
+    (ArithmeticError, so NotExact: the element keeps its float64 rounding): pow(0.999, 4e9) as a
+    fraction has a 5.7-million-bit denominator, and the arithmetic after it never ends (ADAM's
+    Beta ** T with a random UINT32 step)."""
     mp = _mp()
     if not mp.isfinite(value):
         raise ArithmeticError("not finite")
     man, exp = mp.mpf(value).man_exp
+    if man and abs(int(exp) + int(man).bit_length()) > EXACT_EXPONENT_LIMIT:
+        raise ArithmeticError("beyond the exact path's range")
     return Fraction(int(man)) * (Fraction(2) ** int(exp))
 
 

@@ -203,6 +203,11 @@ class Unspecified:
     applies_to: tuple[str, ...] | None
     handled_by: str | None
     undefined_behaviour: bool
+    outputs: tuple[str, ...] | None = None  # the outputs it concerns (None: every output)
+
+    def concerns(self, output: str, out_type: str) -> bool:
+        """Whether the rule is judged on `output` of type `out_type` (handled_by aside)."""
+        return (self.applies_to is None or out_type in self.applies_to) and (self.outputs is None or output in self.outputs)
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,20 @@ class OperatorFormula:
     # per-element items of array attributes: variable -> (array field, coordinate name); a bias per
     # channel is `b: (Bias, coord2)`, the formula reading b as one value per output element
     items: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # the other outputs of an elementwise formula (ADAM_OPTIMIZER's moments): output field ->
+    # expression over the same names, each evaluated, rounded and judged as `expression` is
+    other_outputs: dict[str, Formula] = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> dict[str, Formula]:
+        """Every output the formula gives, the primary `output` first."""
+        return {self.output: self.expression, **self.other_outputs}
+
+    def of(self, output: str) -> "OperatorFormula":
+        """This formula as the formula of one of its outputs (the primary one: itself)."""
+        if output == self.output or output not in self.other_outputs:
+            return self
+        return replace(self, expression=self.other_outputs[output], output=output, other_outputs={})
 
 
 @dataclass(frozen=True)
@@ -314,6 +333,16 @@ class OperatorSpec:
 
     def _repr_pretty_(self, printer, cycle) -> None:  # Hypothesis's pretty printer: not every field (70 kB)
         printer.text(repr(self))
+
+    def for_output(self, output: str) -> "OperatorSpec":
+        """The spec as seen by one output of a several-output elementwise formula (its expression
+        as `formula.expression`): what the reference and the precision model evaluate for it."""
+        if output not in self.formula.other_outputs:
+            return self
+        views = self.__dict__.setdefault("_output_views", {})
+        if output not in views:
+            views[output] = replace(self, formula=self.formula.of(output))
+        return views[output]
 
     name: str
     operator_type: int
@@ -1153,8 +1182,19 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
             raise src.error(("formula", "absent_inputs", var), f"{var!r} is not a formula input")
         # a whole number stays a Python int: next to UINT64 or INT64 values it keeps their type (exact)
         absent[var] = raw["value"] if isinstance(raw["value"], int) else float(raw["value"])
+    other_outputs = {}
+    for out_name, text in fraw.get("other_outputs", {}).items():
+        where = ("formula", "other_outputs", out_name)
+        if out_name not in roles.outputs or out_name == fraw["output"]:
+            raise src.error(where, f"{out_name!r} is not an output tensor field other than formula.output")
+        if family is not None:
+            raise src.error(where, "a family computes its outputs itself: other_outputs is for elementwise formulas")
+        other = _formula(src, where, text)
+        _check_names(src, where, other, names, tensor_names)
+        _check_kinds(src, where, other, evaluated)
+        other_outputs[out_name] = other
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
-                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family, items)
+                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family, items, other_outputs)
     return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)
 
 
@@ -1208,8 +1248,14 @@ def _read_unspecified(src: SourcedYaml, data: dict, catalog: Catalog, scope: _Fo
             # the rule is evaluated only where the output has one of these types: check it for those alone
             contexts = tuple(_only_output_types(c, data["formula"]["output"], raw["applies_to"]) for c in contexts)
         _check_kinds(src, ("unspecified", index, "when"), f, *contexts)
+        outputs = None
+        if "outputs" in raw:
+            outputs = tuple(raw["outputs"])
+            for k, name in enumerate(outputs):
+                if name not in roles.outputs:
+                    raise src.error(("unspecified", index, "outputs", k), f"{name!r} is not an output tensor field")
         unspecified.append(Unspecified(raw["id"], f, raw["why"], tuple(raw["applies_to"]) if "applies_to" in raw else None,
-                                       raw.get("handled_by"), bool(raw.get("undefined_behaviour", False))))
+                                       raw.get("handled_by"), bool(raw.get("undefined_behaviour", False)), outputs))
     return unspecified
 
 

@@ -164,6 +164,8 @@ OPERATOR_SCHEMA: dict = {
                 "rounding": {"type": "object", "additionalProperties": False, "required": ["mode", "source"],
                              "properties": {"mode": {"enum": ["half_to_even"]}, "source": {"type": "string"}}},
                 "output": _NAME,
+                # the other outputs of an elementwise formula: {OutputFirstMomentTensor: "..."}
+                "other_outputs": {"type": "object", "additionalProperties": _EXPR},
                 "family": {"type": "object", "required": ["name"],
                            "properties": {"name": _NAME, "bounds": {"type": "object", "additionalProperties": {
                                "type": "object", "additionalProperties": False, "required": ["atol", "why"],
@@ -179,6 +181,7 @@ OPERATOR_SCHEMA: dict = {
             "properties": {
                 "id": _NAME, "when": _EXPR, "why": {"type": "string"},
                 "applies_to": _TYPE_LIST, "handled_by": {"enum": ["comparison"]},
+                "outputs": {"type": "array", "items": _NAME, "minItems": 1},
                 "undefined_behaviour": {"type": "boolean"}}}},
         "comparison": {
             "type": "object",

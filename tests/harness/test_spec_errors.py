@@ -18,6 +18,7 @@ SIGN = "ELEMENT_WISE_SIGN.yaml"
 QUANT = "ELEMENT_WISE_QUANTIZE_LINEAR.yaml"
 HSIG = "ACTIVATION_HARD_SIGMOID.yaml"
 BITNOT = "ELEMENT_WISE_BIT_NOT.yaml"
+ADAM = "ADAM_OPTIMIZER.yaml"
 
 # (id, file, old text, new text, marker of the reported line (None: no line check), key path, message part)
 CASES = [
@@ -77,6 +78,12 @@ CASES = [
     ("duplicate_key", SIGN, "introduced: \"2.0\"\n", "introduced: \"2.0\"\nintroduced: \"2.1\"\n", 'introduced: "2.1"', "",
      "duplicate key 'introduced'"),
     ("yaml_syntax", SIGN, "summary: The sign", "summary: [The sign", None, "", "invalid YAML"),
+    ("other_output_not_an_output", ADAM, "    OutputFirstMomentTensor: \"Beta1", "    GradientTensor: \"Beta1", "GradientTensor: \"Beta1",
+     "formula.other_outputs.GradientTensor", "is not an output tensor field other than formula.output"),
+    ("other_output_undefined_name", ADAM, "\"Beta1 * m + (1.0 - Beta1) * g\"", "\"Beta1 * m + (1.0 - Beta3) * g\"", "Beta3",
+     "formula.other_outputs.OutputFirstMomentTensor", "undefined name(s) Beta3"),
+    ("unspecified_outputs_not_an_output", ADAM, "outputs: [OutputParametersTensor]\n    why: \"The page says", "outputs: [InputParametersTensor]\n    why: \"The page says",
+     "outputs: [InputParametersTensor]", "unspecified[0].outputs[0]", "'InputParametersTensor' is not an output tensor field"),
     ("not_a_mapping", BITNOT, None, "- just\n- a list\n", None, "", "must be a mapping"),
     ("type_newer_than_table", SIGN, "dims: [4, 4], types: [FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8]}\n      OutputTensor",
      "dims: [4, 4], types: [FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8, INT64]}\n      OutputTensor", "UINT8, INT64]",
