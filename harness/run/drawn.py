@@ -34,6 +34,8 @@ def drawn_cases(cell: tuple, strategy: Callable[[], "SearchStrategy"], chosen: S
     found = _drawn.get(key)
     if found is None:
         found = []
+        # The source of `collect` is Hypothesis's derandomized seed: every cell's draws change if it
+        # changes (so do the cases CI has seen), which is why the closure stays unannotated.
 
         @chosen
         @given(strategy())
