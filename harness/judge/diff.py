@@ -336,7 +336,7 @@ def combine_outputs(results: list[DiffResult]) -> DiffResult:
     combined.liberties = liberties
     masks = [r.bad_mask for r in results if r.bad_mask is not None]
     if len(masks) > 1 and all(m.shape == masks[0].shape for m in masks):
-        # outputs of one shape (ADAM_OPTIMIZER's parameters and moments): an element fails where
+        # outputs of one shape (an optimizer's parameters and moments): an element fails where
         # any output fails there, so that an expectation explains the case element by element
         combined.bad_mask = np.logical_or.reduce(masks)
     return combined

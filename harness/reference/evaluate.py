@@ -378,7 +378,7 @@ def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
         return FamilyExpected(spec, case)
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
     outputs = {spec.formula.output: result}
-    for name in spec.formula.other_outputs:  # ADAM_OPTIMIZER's moments: the same names, another expression
+    for name in spec.formula.other_outputs:  # an optimizer's moments: the same names, another expression
         outputs[name] = compute_outputs(spec.for_output(name), case.descriptor, case.inputs)[0]
     return Expected(spec, case, outputs, variables, ctx)
 

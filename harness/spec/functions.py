@@ -122,7 +122,7 @@ EXACT_EXPONENT_LIMIT = 4096  # binary exponents beyond +-2^4096: outside the exa
 def _to_fraction(value: Any) -> Fraction:
     """An mpmath value as an exact fraction; one far beyond float64's range (2^+-4096) is refused
     (ArithmeticError, so NotExact: the element keeps its float64 rounding): pow(0.999, 4e9) as a
-    fraction has a 5.7-million-bit denominator, and the arithmetic after it never ends (ADAM's
+    fraction has a 5.7-million-bit denominator, and the arithmetic after it never ends (an Adam
     Beta ** T with a random UINT32 step)."""
     mp = _mp()
     if not mp.isfinite(value):

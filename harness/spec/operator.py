@@ -238,7 +238,7 @@ class OperatorFormula:
     # per-element items of array attributes: variable -> (array field, coordinate name); a bias per
     # channel is `b: (Bias, coord2)`, the formula reading b as one value per output element
     items: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # the other outputs of an elementwise formula (ADAM_OPTIMIZER's moments): output field ->
+    # the other outputs of an elementwise formula (an Adam step's moments): output field ->
     # expression over the same names, each evaluated, rounded and judged as `expression` is
     other_outputs: dict[str, Formula] = field(default_factory=dict)
 
