@@ -491,25 +491,27 @@ class OperatorSpec:
         just before each change (where a level-gated rule breaks): between two of these the
         validator judges every descriptor alike, so testing the others only repeats them (the
         `--feature-level ladder` of a run; the generator tests' levels)."""
-        names = [lvl.name for lvl in self.catalog.levels]
-        keep = {names[0], names[-1]}
-        tables = [tuple(id(t) for t in self.tables_at(level)) for level in names]
-        for i in range(1, len(names)):
-            if tables[i] != tables[i - 1]:
-                keep |= {names[i - 1], names[i]}
+        names, changes = self._table_changes
+        keep = {names[0], names[-1]} | {names[i - 1] for i in changes} | {names[i] for i in changes}
         return tuple(level for level in names if level in keep)
 
-    @property
+    @cached_property
     def table_start_levels(self) -> tuple[str, ...]:
         """The first and newest levels and each level where the tables in force change: where a
         valid descriptor can differ from one of the level before (the level just before a change
         has the older table, so its valid cases repeat those of the level that table starts at;
         only its invalid ones, a level-gated rule broken, are new)."""
-        names = [lvl.name for lvl in self.catalog.levels]
-        keep = {names[0], names[-1]}
-        tables = [tuple(id(t) for t in self.tables_at(level)) for level in names]
-        keep |= {names[i] for i in range(1, len(names)) if tables[i] != tables[i - 1]}
+        names, changes = self._table_changes
+        keep = {names[0], names[-1]} | {names[i] for i in changes}
         return tuple(level for level in names if level in keep)
+
+    @cached_property
+    def _table_changes(self) -> tuple[list[str], list[int]]:
+        """The catalog's level names and the indices of those whose tables in force differ from
+        the level before's."""
+        names = [lvl.name for lvl in self.catalog.levels]
+        tables = [tuple(id(t) for t in self.tables_at(level)) for level in names]
+        return names, [i for i in range(1, len(names)) if tables[i] != tables[i - 1]]
 
     def has_table_at(self, level: str) -> bool:
         """Whether the operator is available at `level`: some variant group has a table there."""
