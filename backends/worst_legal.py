@@ -373,9 +373,9 @@ class WorstLegalBackend:
         return Outputs(output_buffers(spec, case, result.outputs))
 
     def _exact(self, spec: OperatorSpec, case: Case) -> RunResult:
-        from harness.reference.evaluate import compute_outputs
+        from harness.reference.evaluate import compute_outputs, other_outputs
         result, _, _ = compute_outputs(spec, case.descriptor, case.inputs)
-        others = {name: compute_outputs(spec.for_output(name), case.descriptor, case.inputs)[0] for name in spec.formula.other_outputs}
+        others = other_outputs(spec, case.descriptor, case.inputs)
         return Outputs(output_buffers(spec, case, {spec.formula.output: result, **others} if others else result))
 
     def _compute(self, spec: OperatorSpec, case: Case) -> np.ndarray | None:

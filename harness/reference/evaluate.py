@@ -377,10 +377,13 @@ def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
     if spec.formula.family is not None:
         return FamilyExpected(spec, case)
     result, variables, ctx = compute_outputs(spec, case.descriptor, case.inputs)
-    outputs = {spec.formula.output: result}
-    for name in spec.formula.other_outputs:  # an optimizer's moments: the same names, another expression
-        outputs[name] = compute_outputs(spec.for_output(name), case.descriptor, case.inputs)[0]
-    return Expected(spec, case, outputs, variables, ctx)
+    return Expected(spec, case, {spec.formula.output: result, **other_outputs(spec, case.descriptor, case.inputs)}, variables, ctx)
+
+
+def other_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:
+    """The formula's `other_outputs` (an optimizer's moments: the same names, another expression),
+    each computed as compute_outputs computes the primary one; {} for a one-output formula."""
+    return {name: compute_outputs(spec.for_output(name), descriptor, inputs)[0] for name in spec.formula.other_outputs}
 
 
 def family_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:

@@ -68,7 +68,7 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
                                         "axis_size": np.int64(axis_size)}, descriptor.attributes)
     masks = {}
     for rule in spec.unspecified:
-        if rule.applies_to is not None and out_desc.data_type not in rule.applies_to:
+        if not rule.concerns(out_name, out_desc.data_type):
             continue
         hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), out_shape)
         if hit.any():

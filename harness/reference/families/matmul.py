@@ -143,7 +143,7 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
 
     masks = {}
     for rule in spec.unspecified:  # element-wise over the output's elements, with the dot product and the other inputs
-        if rule.applies_to is not None and out_type.name not in rule.applies_to:
+        if not rule.concerns(out_name, out_type.name):
             continue
         with np.errstate(all="ignore"):
             hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)

@@ -261,7 +261,7 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, x: np.nda
         ctx.variables[name] = np.broadcast_to(per_group.reshape(out_shape), x.shape)
     masks = {}
     for rule in spec.unspecified:
-        if rule.applies_to is not None and out_type.name not in rule.applies_to:
+        if not rule.concerns(spec.formula.output, out_type.name):
             continue
         hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), x.shape)
         if hit.any():
