@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Callable
 
 from hypothesis import given, settings as Settings
 
+from harness.generate.reproducible import pin_local_constants
+
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
@@ -30,6 +32,7 @@ def drawn_cases(cell: tuple, strategy: Callable[[], "SearchStrategy"], chosen: S
     of everything the strategy depends on), drawn on the first call and remembered for the next
     few cells; each call gets its own Case objects (sharing descriptors and the immutable input
     bytes), so what one backend's run records on a case never reaches another's."""
+    pin_local_constants()
     key = (cell, chosen.max_examples, chosen.derandomize)
     found = _drawn.get(key)
     if found is None:

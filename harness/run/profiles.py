@@ -11,6 +11,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from harness.generate.reproducible import pin_local_constants
+
 # ci: 10 examples per cell (each a descriptor with its data sets; every cell still runs) keeps
 # make test under its 20-minute budget with 22 operators (docs/performance.md: 15 took 19m57s)
 PROFILES = {"ci": 10, "dev": 50, "thorough": 1000}
@@ -19,6 +21,9 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filte
 
 
 def register_profiles(output_dir: Path) -> None:
+    """Register the profiles, and pin Hypothesis's draws to the strategy and seed alone (a
+    derandomized cell must draw the same cases whatever ran before it: harness/generate/reproducible.py)."""
+    pin_local_constants()
     database = DirectoryBasedExampleDatabase(str(output_dir / "hypothesis"))
     # ci does not shrink: a failing case is reported at once (its data is seed-based, so shrinking
     # seldom makes it simpler) and a slow backend is not re-run hundreds of times.
