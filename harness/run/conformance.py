@@ -25,6 +25,7 @@ from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
 from harness.run.case import run_case
 from harness.run.drawn import drawn_cases
+from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.generate.sweeps import sweep_case
 
 pytestmark = pytest.mark.conformance
@@ -119,7 +120,7 @@ def test_valid(request: pytest.FixtureRequest, valid_cell: tuple[str, str, str, 
     backend, op, level, dtype = valid_cell
     spec = request.config.dml_specs.operator(op)
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
-    per = request.config.getoption("data_per_descriptor")
+    per = data_sets_per_descriptor(request.config, backend, level)  # one below the own level on the ladder
     _run_generated(request, backend, spec, (level, dtype, per), lambda: valid_case_batches(spec, level, dtype, per_descriptor=per),
                    "valid", _Tally())
 
@@ -132,8 +133,9 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
     # unsupported, whatever is drawn: one case records that in the matrix; more would only cost time.
     instance = request.config.dml_backends.get(backend)
     checks = instance is None or instance.capabilities().validates_descriptors
+    examples = invalid_examples(request.config, backend, level, _settings(request).max_examples) if checks else 1
     _run_generated(request, backend, spec, (level, rule), lambda: invalid_cases(spec, level, rule), "invalid", _Tally(),
-                   None if checks else 1)
+                   examples)
 
 
 def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:

@@ -34,6 +34,7 @@ from harness.run.options import option_problem
 from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
 from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
+from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.spec.source import SpecError
 from harness.generate.sweeps import sweeps
 from harness.generate.breakers import candidate_rules, rule_reachable
@@ -206,8 +207,9 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["dml_run_id"] = node.config.dml_run_id
 
 
-def _planned_cell(item: pytest.Item, per_descriptor: int, max_examples: int) -> PlannedCell | None:
-    """The plan entry of one conformance test, from its parameters (None for other tests)."""
+def _planned_cell(item: pytest.Item, max_examples: int) -> PlannedCell | None:
+    """The plan entry of one conformance test, from its parameters (None for other tests); the
+    case budget of a ladder cell below its backend's own level is that level's (harness.run.ladder)."""
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
@@ -216,10 +218,12 @@ def _planned_cell(item: pytest.Item, per_descriptor: int, max_examples: int) -> 
     reason = (skip.kwargs.get("reason") or (skip.args[0] if skip.args else "skipped")) if skip else None
     if "valid_cell" in params:
         backend, op, level, dtype = params["valid_cell"]
+        per_descriptor = data_sets_per_descriptor(item.config, backend, level)
         return PlannedCell(item.nodeid, backend, op, level, dtype, "valid", max_examples * per_descriptor, False, reason)
     if "invalid_cell" in params:
         backend, op, level, rule = params["invalid_cell"]
-        return PlannedCell(item.nodeid, backend, op, level, rule, "invalid", max_examples, False, reason)
+        examples = invalid_examples(item.config, backend, level, max_examples) or max_examples
+        return PlannedCell(item.nodeid, backend, op, level, rule, "invalid", examples, False, reason)
     if "example_cell" in params:
         backend, op, name = params["example_cell"]
         return PlannedCell(item.nodeid, backend, op, "", name, "example", 1, True, reason)
@@ -238,8 +242,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not getattr(config, "dml_is_run", False):
         return
     max_examples = config.getoption("max_examples") or settings().max_examples
-    per = config.getoption("data_per_descriptor")
-    cells = [c for c in (_planned_cell(i, per, max_examples) for i in session.items) if c is not None]
+    cells = [c for c in (_planned_cell(i, max_examples) for i in session.items) if c is not None]
     backends = {name: {"available": name in config.dml_backends, "requested": name in config.dml_requested,
                        "reason": config.dml_unavailable.get(name, "")} for name in config.dml_names}
     write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends)

@@ -32,6 +32,14 @@ def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
     records = [json.loads(line) for path in (tmp_path / "results").glob("results-*.jsonl") for line in path.read_text().splitlines()]
     assert {r["feature_level"] for r in records if r["kind"] == "invalid"} == set(gather.table_change_levels)
     assert {r["feature_level"] for r in records if r["kind"] == "valid"} == set(gather.table_start_levels)
+    # below the own level (6.4) a valid descriptor gets one data set, at it --data-per-descriptor's 8
+    # (harness.run.ladder); max-examples 1: one descriptor per cell
+    per_cell: dict[tuple, int] = {}
+    for r in records:
+        if r["kind"] == "valid":
+            per_cell[(r["feature_level"], r["data_type"])] = per_cell.get((r["feature_level"], r["data_type"]), 0) + 1
+    assert {n for (lvl, _), n in per_cell.items() if lvl == "6.4"} == {8}
+    assert {n for (lvl, _), n in per_cell.items() if lvl != "6.4"} == {1}
     gate = subprocess.run([sys.executable, "-m", "harness.cli", "gate", "--reports-dir", str(tmp_path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert gate.returncode == 0 and "GATE: PASS" in gate.stdout
@@ -54,7 +62,7 @@ class _Config:
         self.dml_backends = backends
 
     def getoption(self, name: str):
-        return ["ladder"] if name == "feature_level" else None
+        return {"feature_level": ["ladder"], "data_per_descriptor": 8}.get(name)
 
 
 def test_the_ladder_asks_a_device_valid_cells_below_its_level_and_an_older_dll_its_rejections():
@@ -75,3 +83,18 @@ def test_the_ladder_asks_a_device_valid_cells_below_its_level_and_an_older_dll_i
     assert levels("directml@1.10.1", "valid") == [] and levels("directml@1.10.1", "invalid") == ["5.2"]
     assert [lvl for lvl, _ in _levels_for(config, "directml@1.10.1", kind="sweep")] == []
     assert [lvl for lvl, _ in _levels_for(config, "directml", kind="sweep")] == ["6.4"]
+
+
+def test_below_its_own_level_a_cell_draws_fewer_data_and_the_reference_fewer_rejections():
+    """harness.run.ladder: one data set per valid descriptor and a third of the profile's invalid
+    descriptors below the backend's own level on the ladder; the own level and an explicit level
+    list keep the full count."""
+    from harness.run.ladder import below_own_level, data_sets_per_descriptor, invalid_examples
+    config = _Config({"numpy": _Device("6.4", reference=True), "directml@1.10.1": _Device("5.2")})
+    assert data_sets_per_descriptor(config, "numpy", "6.4") == 8 and invalid_examples(config, "numpy", "6.4", 10) is None
+    assert data_sets_per_descriptor(config, "numpy", "3.0") == 1 and invalid_examples(config, "numpy", "3.0", 10) == 3
+    assert invalid_examples(config, "numpy", "3.0", 1) == 1
+    assert not below_own_level(config, "directml@1.10.1", "5.2") and below_own_level(config, "directml@1.10.1", "5.1")
+    explicit = _Config({"numpy": _Device("6.4", reference=True)})
+    explicit.getoption = lambda name: {"feature_level": ["3.0"], "data_per_descriptor": 8}.get(name)
+    assert data_sets_per_descriptor(explicit, "numpy", "3.0") == 8 and invalid_examples(explicit, "numpy", "3.0", 10) is None
