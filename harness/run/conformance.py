@@ -190,11 +190,22 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     explained = outcome.record.expectation == item.id
     record = outcome.record
     record.kind, record.expectation = "probe", item.id
-    if not explained:
+    # A probe that conforms only through D3D liberties the device took on it (a GPU flushes the
+    # denormal a probe of 'denormal read as normal' feeds it) cannot show the divergence here: masked
+    # on this device, not fixed; a device that keeps denormals (lavapipe in CI) still judges it.
+    masked = not explained and outcome.status in (Status.PASS, UNSPECIFIED) and bool(record.liberties)
+    if masked:
+        taken = ", ".join(f"{name} x{count}" for name, count in sorted(record.liberties.items()))
+        record.status = UNSUPPORTED
+        record.summary = (f"the probe of {item.id} cannot show the divergence on this device: it conforms through the "
+                          f"D3D liberties the device took on it ({taken}); masked here, not stale")
+    elif not explained:
         record.status = STALE
         record.summary = f"the probe of {item.id} no longer shows the divergence ({outcome.status}): it may be fixed; remove it from backends/expectations/{backend_name}.yaml"
     config.dml_writer.write(record)
     config.dml_cells.finished(request.node.nodeid, 1)
     label_status(record.status)
+    if masked:
+        pytest.skip(f"{status_tag(UNSUPPORTED)} {record.summary}")
     if not explained:
         pytest.fail(f"{status_tag(STALE)} {record.summary}\n{outcome.message}", pytrace=False)

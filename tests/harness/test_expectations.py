@@ -165,3 +165,18 @@ def test_input_bits_are_checked_when_the_file_is_read(tmp_path, bits):
         _probe_file(tmp_path, "{types: {InputTensor: FLOAT16, OutputTensor: FLOAT16}, inputs: {OutputTensor: [1]}, "
                               f"input_bits: {bits}}}")
     assert "input_bits" in str(raised.value)
+
+
+def test_an_expectation_is_also_read_on_the_values_a_device_flushes():
+    # a device may flush an fp32 denormal to a zero of its sign; a known divergence at zero then
+    # shows at the denormal (a GPU flushed x = -1.2e-38 and DirectML's tanh(-0) = +0 followed)
+    item = _item("x == 0", data_types=("FLOAT32", "FLOAT64"))
+    flushed_then_diverged = _diff(SIGN, [-1e-40, 2.0], [1.0, 1.0])  # page -1 (or -0 flushed); got 1
+    assert flushed_then_diverged.status == "mismatch"
+    assert ExpectationSet("b", [item]).explain(SIGN, "FLOAT32", flushed_then_diverged, "FLOAT32") is item
+    normal = _diff(SIGN, [-1e-30, 2.0], [1.0, 1.0])  # not a denormal: nothing to flush
+    assert ExpectationSet("b", [item]).explain(SIGN, "FLOAT32", normal, "FLOAT32") is None
+    identity = _item("x == 0", operator="ELEMENT_WISE_IDENTITY", data_types=("FLOAT64",))
+    ieee = _diff("ELEMENT_WISE_IDENTITY", [-1e-40, 2.0], [1.0, 2.0], dtype="FLOAT64")  # FLOAT64 is IEEE: never flushed
+    assert ieee.status == "mismatch"
+    assert ExpectationSet("b", [identity]).explain("ELEMENT_WISE_IDENTITY", "FLOAT64", ieee, "FLOAT64") is None

@@ -1,0 +1,72 @@
+"""An expectation's probe on a device that cannot show the divergence: masked, not stale, where the
+device conformed only through D3D liberties it took on the probe (a GPU flushes the denormal a probe
+of 'denormal read as normal' feeds it); and an expectation seen only on named devices (`devices:`)
+is neither probed nor used elsewhere. The worst-legal backend takes every liberty: it stands in
+for a flushing GPU here."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.judge.expectations import ExpectationSet, load_expectations
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPECTATIONS = """\
+backend: worst-legal
+expectations:
+  - id: reads-a-denormal-as-normal
+    operator: ELEMENT_WISE_LOG
+    data_types: [FLOAT32]
+    when: "x < 1e-30"
+    why: "A stand-in divergence whose probe feeds a denormal: a flushing device conforms through the flush."
+    probe:
+      types: {InputTensor: FLOAT32, OutputTensor: FLOAT32}
+      inputs: {InputTensor: [1.401298464324817e-45]}
+  - id: gone-for-good
+    operator: ELEMENT_WISE_LOG
+    data_types: [FLOAT32]
+    when: "x == 2"
+    why: "A stand-in divergence the backend does not show at all, with no liberty taken: stale."
+    probe:
+      types: {InputTensor: FLOAT32, OutputTensor: FLOAT32}
+      inputs: {InputTensor: [2.0]}
+  - id: seen-on-another-device
+    operator: ELEMENT_WISE_LOG
+    data_types: [FLOAT32]
+    devices: [some-other-adapter]
+    when: "x == 2"
+    why: "Seen on another device only: not probed here."
+    probe:
+      types: {InputTensor: FLOAT32, OutputTensor: FLOAT32}
+      inputs: {InputTensor: [2.0]}
+"""
+
+
+def test_a_masked_probe_is_unsupported_a_vanished_one_stale_another_devices_one_not_probed(tmp_path):
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "worst-legal.yaml").write_text(EXPECTATIONS)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "harness/run/conformance.py", "-p", "no:cacheprovider", "-n", "0", "-q",
+                           "--backend", "worst-legal", "--expectations-dir", str(expectations), "-k", "probe",
+                           "--reports-dir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    records = {r["expectation"]: r for path in (tmp_path / "reports" / "results").glob("results-*.jsonl")
+               for r in map(json.loads, path.read_text().splitlines()) if r.get("kind") == "probe"}
+    assert set(records) == {"reads-a-denormal-as-normal", "gone-for-good"}, proc.stdout[-3000:]
+    masked = records["reads-a-denormal-as-normal"]
+    assert masked["status"] == "unsupported" and "masked here, not stale" in masked["summary"]
+    assert "fp32 denormal input flushed" in masked["summary"]
+    assert records["gone-for-good"]["status"] == "stale-expectation"
+    assert proc.returncode == 1 and "1 failed" in proc.stdout and "1 skipped" in proc.stdout
+
+
+def test_devices_keep_an_expectation_to_the_devices_it_was_seen_on(tmp_path):
+    (tmp_path / "worst-legal.yaml").write_text(EXPECTATIONS)
+    known = load_expectations("worst-legal", tmp_path)
+    assert isinstance(known, ExpectationSet) and len(known.items) == 3
+    here = known.on_device("DirectML 1.15.4.0 on NVIDIA H200 (Vulkan: hardware)")
+    assert [i.id for i in here.items] == ["reads-a-denormal-as-normal", "gone-for-good"]
+    there = known.on_device("DirectML 1.15.4.0 on Some-Other-Adapter 2")  # case-insensitive
+    assert len(there.items) == 3
