@@ -29,6 +29,11 @@ def test_spec_worked_examples(op, example):
     for name, expected in example.expected.items():
         got = output_values(spec, case, result.buffers)[name].ravel()
         want = np.asarray(expected, dtype=got.dtype)
+        if got.dtype.kind == "f" and spec.comparison_for(str(case.descriptor.tensors[name].data_type)).kind != "bitwise":
+            # a computed NaN's sign and payload are not the operator's (D3D: any NaN); the
+            # data-movement operators' examples, compared bit for bit, keep theirs
+            nan = np.isnan(got) & np.isnan(want)
+            got, want = np.where(nan, 0, got), np.where(nan, 0, want)
         assert np.array_equal(bits(got, got.dtype), bits(want, got.dtype)), (got, want)
 
 
