@@ -544,6 +544,8 @@ class LegalEvaluator:
             with np.errstate(all="ignore"):
                 size = np.fmax(np.abs(lo), np.abs(hi))
                 slack = bound.absolute + bound.relative * size + bound.ulp * np.spacing(self.dtype(np.minimum(size, np.finfo(self.dtype).max))).astype(np.float64)
+                if bound.quadratic:  # tan near its poles: sin's and cos's absolute errors over cos^2
+                    slack = slack + bound.quadratic * size * size
                 if bound.log2_times_exponent and len(parts) == 2:  # pow(x, y): log2(x)'s error times |y|
                     x_big = np.fmax(np.abs(parts[0].lo), np.abs(parts[0].hi))
                     y_big = np.fmax(np.abs(parts[1].lo), np.abs(parts[1].hi))

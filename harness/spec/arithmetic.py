@@ -48,7 +48,8 @@ class TypeRules:
 @dataclass(frozen=True)
 class FunctionBound:
     """How far a transcendental function's result may lie from the exact value f: within
-    absolute + relative * |f| + ulp * (the type's spacing at f), and a factor
+    absolute + relative * |f| + quadratic * f^2 + ulp * (the type's spacing at f) (the quadratic
+    term: tan = sin / cos, whose absolute errors grow as f^2 near the poles), and a factor
     2^(+-log2_times_exponent * |y| * max(1, |log2 x|)) for pow(x, y) (HLSL's exp2(y * log2(x)):
     log2's error, absolute near 1 and relative elsewhere, scaled by the exponent)."""
 
@@ -57,6 +58,7 @@ class FunctionBound:
     ulp: float = 0.0
     log2_times_exponent: float = 0.0
     source: str = ""
+    quadratic: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def load_arithmetic(specs_dir: Path, schema_check: Callable[[SourcedYaml, dict],
                                 raw["convert_from_integer"], bool(raw.get("fp32_conversion_flush", False)),
                                 (float(exp["relative"]), float(exp["argument"])) if exp else None,
                                 {fname: FunctionBound(float(b.get("absolute", 0)), float(b.get("relative", 0)), float(b.get("ulp", 0)),
-                                                      float(b.get("log2_times_exponent", 0)), str(b["source"]))
+                                                      float(b.get("log2_times_exponent", 0)), str(b["source"]),
+                                                      float(b.get("quadratic", 0)))
                                  for fname, b in (raw.get("functions") or {}).items()})
     compute_in = {name: tuple(choices) for name, choices in data["compute_in"].items()}
     for tensor_type, choices in compute_in.items():

@@ -289,6 +289,7 @@ ARITHMETIC_SCHEMA: dict = {
                                    "relative": {"type": "number", "minimum": 0, "maximum": 0.5},
                                    "ulp": {"type": "number", "minimum": 0, "maximum": 1048576},
                                    "log2_times_exponent": {"type": "number", "minimum": 0, "maximum": 0.5},
+                                   "quadratic": {"type": "number", "minimum": 0, "maximum": 1},
                                    "source": {"type": "string"}}}},
                 "source": {"type": "string"}}}},
         "conversion_to_compute": _ROUNDING,

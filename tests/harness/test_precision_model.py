@@ -246,3 +246,27 @@ def test_an_unbounded_value_times_zero_holds_both_zeros_and_nan():
         parts = legal_values(model, formula, operands, 3, EvalContext(variables={k: o.values for k, o in operands.items()}),
                              "FLOAT32", ["FLOAT32"])
         assert contains(parts, np.array(actual))[0].tolist() == legal
+
+
+# --- the whole-catalogue GPU run (NVIDIA H200, 2026-11-26) -------------------------------------------
+
+def test_tan_near_its_poles_may_be_off_by_sin_and_cos_errors_over_cos_squared():
+    # tan = sin / cos with each within D3D's 0.0008: the H200's FLOAT16 values near the poles (1-2%
+    # off) are legal; one far beyond what those errors reach is not
+    spec = SPECS.operator("ELEMENT_WISE_TAN")
+    x = np.array([26.703125, 224.625, 271.75], np.float16)
+    case = case_from_arrays(spec, "6.4", F16, {"InputTensor": x})
+    gpu = _judge(spec, case, np.array([2402.0, -906.5, -453.25], np.float16))   # exact 2424, -888.5, -447.25
+    assert not gpu.failed, gpu.summary
+    wild = _judge(spec, case, np.array([-2402.0, 906.5, 453.25], np.float16))    # the opposite sign: not sin / cos
+    assert wild.failed
+
+
+def test_atanh_of_flt_max_through_a_flushed_reciprocal_is_legal():
+    # the page's ln((1 + x) / (1 - x)) / 2: rcp(1 - FLT_MAX) is a denormal, flushed to -0, ln(-0) = -inf
+    spec = SPECS.operator("ELEMENT_WISE_ATANH")
+    case = case_from_arrays(spec, "6.4", F32, {"InputTensor": np.array([FLT_MAX, -FLT_MAX, 0.5], np.float32)})
+    gpu = _judge(spec, case, np.array([-np.inf, -np.inf, 0.54930615], np.float32))  # the H200's (exact: NaN, NaN)
+    assert not gpu.failed and "division through the reciprocal" in gpu.summary
+    wrong = _judge(spec, case, np.array([np.inf, -np.inf, 0.54930615], np.float32))
+    assert wrong.failed
