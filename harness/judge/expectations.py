@@ -90,8 +90,9 @@ class ExpectationSet:
         `id1+id2` (each still explains only the elements its `when` holds for)."""
         if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
             return None
-        covering = []
-        flushed = None  # the context as a device that flushes fp32 denormals reads it (computed once, if needed)
+        candidates = []  # (item, mask on the values as given, mask on the flushed values or None)
+        ctx = diff.expected.context  # the formula's names: inputs, attributes, enum members, constants
+        flushed = (_flushed(ctx) if data_type in FLUSHABLE_TYPES else None)  # as a flushing device reads them
         for item in self.items:
             if item.status != "mismatch" or item.operator != operator or data_type not in item.data_types:
                 continue
@@ -99,12 +100,14 @@ class ExpectationSet:
                 continue
             if item.descriptor_when is not None and not _holds(item.descriptor_when, diff.expected):
                 continue
-            ctx = diff.expected.context  # the formula's names: inputs, attributes, enum members, constants
-            mask = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
-            if flushed is None and data_type in FLUSHABLE_TYPES:
-                flushed = _flushed(ctx) or ctx
-            if flushed is not None and flushed is not ctx:
-                mask = mask | np.broadcast_to(np.asarray(item.when.evaluate(flushed), dtype=bool), diff.bad_mask.shape)
+            given = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
+            if not (diff.bad_mask & ~given).any():
+                return item  # explained on the values as given: the reading every device shares
+            also = None if flushed is None else np.broadcast_to(np.asarray(item.when.evaluate(flushed), dtype=bool), diff.bad_mask.shape)
+            candidates.append((item, given, also))
+        covering = []
+        for item, given, also in candidates:  # then with the flushed reading: an expectation on its
+            mask = given if also is None else given | also  # own values is preferred (its probe's)
             if not (diff.bad_mask & ~mask).any():
                 return item
             if (diff.bad_mask & mask).any():
