@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.generate.breakers import candidate_rules, invalid_cases, rule_reachable
 from harness.generate.strategies import valid_case_batches
-from harness.generate.types import coverage_plan, primary_input
+from harness.generate.types import coverage_plan, primary_type
 from harness.judge.diff import judge
 from harness.reference.evaluate import expected_for
 from harness.run.allocator import keep_freed_memory
@@ -56,7 +56,9 @@ def main() -> None:
         spec = specs.operator(name)
         started = time.perf_counter()
         if spec.has_table_at(level):
-            for dtype in sorted({cell[0][primary_input(spec)] for cell in coverage_plan(spec, level)}):
+            # the suite's cells: one per primary data type (the output's where the primary input is an
+            # absent optional tensor: primary_type, as the plugin names its cells)
+            for dtype in sorted({primary_type(spec, cell[0]) for cell in coverage_plan(spec, level)} - {None}):
                 cases += [(name, c, "valid") for c in _draw(valid_case_batches(spec, level, dtype), args.examples)]
         for rule in candidate_rules(spec):
             if rule_reachable(spec, level, rule):
