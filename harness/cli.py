@@ -183,9 +183,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             worst = EXIT_FAIL
             continue
         kind = "valid" if case.expect_valid else "invalid"
-        known = expectations_for(name, _expectations_dir(args))
-        if any(item.devices for item in known.items):  # a divergence seen on other devices explains nothing here
-            known = known.on_device(backend.version())
+        known = expectations_for(name, _expectations_dir(args)).for_backend(backend.version)  # this device's
         outcome = run_case(backend, spec, case, kind, expectations=known)
         print(outcome.message)
         backend.close()

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from harness.reference.evaluate import Expected
     from harness.spec.operator import SpecSet
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from harness.judge.diff import DiffResult
 from harness.judge.status import Status
-from harness.spec.expr import Formula, FormulaError, parse_formula
+from harness.spec.expr import Formula, FormulaError, is_f32_denormal, parse_formula
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import SpecError, load_yaml
 
@@ -57,6 +58,11 @@ class ExpectationSet:
         return ExpectationSet(self.backend, [i for i in self.items
                                              if not i.devices or any(d.lower() in text for d in i.devices)])
 
+    def for_backend(self, version: Callable[[], str]) -> "ExpectationSet":
+        """on_device(version()), asking `version` (which may start a device) only where some
+        expectation names devices."""
+        return self.on_device(version()) if any(item.devices for item in self.items) else self
+
     def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
                        data_type: str | None = None, attributes: dict | None = None,
                        tensor_types: tuple[str, ...] | None = None,
@@ -90,9 +96,8 @@ class ExpectationSet:
         `id1+id2` (each still explains only the elements its `when` holds for)."""
         if diff.bad_mask is None or diff.expected is None or not diff.bad_mask.any():
             return None
-        candidates = []  # (item, mask on the values as given, mask on the flushed values or None)
+        candidates = []  # (item, its mask on the values as given), none of which covers alone
         ctx = diff.expected.context  # the formula's names: inputs, attributes, enum members, constants
-        flushed = (_flushed(ctx) if data_type in FLUSHABLE_TYPES else None)  # as a flushing device reads them
         for item in self.items:
             if item.status != "mismatch" or item.operator != operator or data_type not in item.data_types:
                 continue
@@ -103,11 +108,13 @@ class ExpectationSet:
             given = np.broadcast_to(np.asarray(item.when.evaluate(ctx), dtype=bool), diff.bad_mask.shape)
             if not (diff.bad_mask & ~given).any():
                 return item  # explained on the values as given: the reading every device shares
-            also = None if flushed is None else np.broadcast_to(np.asarray(item.when.evaluate(flushed), dtype=bool), diff.bad_mask.shape)
-            candidates.append((item, given, also))
+            candidates.append((item, given))
+        # then also on the values a flushing device reads (an expectation that explains a case on its
+        # own values, as its probe's, was preferred above)
+        flushed = _flushed(ctx, diff.expected.spec, data_type) if candidates else None
         covering = []
-        for item, given, also in candidates:  # then with the flushed reading: an expectation on its
-            mask = given if also is None else given | also  # own values is preferred (its probe's)
+        for item, given in candidates:
+            mask = given if flushed is None else given | np.broadcast_to(np.asarray(item.when.evaluate(flushed), dtype=bool), diff.bad_mask.shape)
             if not (diff.bad_mask & ~mask).any():
                 return item
             if (diff.bad_mask & mask).any():
@@ -122,30 +129,24 @@ class ExpectationSet:
                            when=items[0].when, why=" | ".join(i.why for i in items))
 
 
-# A device may flush an fp32 denormal input or attribute to a zero of its sign (D3D11.3; the
-# precision model's liberty): a known divergence then shows at the zero, not at the denormal the case
-# holds (a GPU flushes x = -1.2e-38 and DirectML's tanh(-0) = +0 follows). So an expectation's `when`
-# is also read on the flushed values. FLOAT16 cases flush nothing of their own (FP16 keeps its
-# denormals, none of which is below FLT_MIN) but their FLOAT32 attributes; FLOAT64 is IEEE.
-FLUSHABLE_TYPES = frozenset({"FLOAT32", "FLOAT16"})
-FLT_MIN = 2.0 ** -126
-
-
-def _flushed(ctx: "EvalContext") -> "EvalContext | None":
-    """`ctx` with every fp32 denormal value (input element, attribute) a zero of its sign; None
-    where it holds none."""
-    import dataclasses
-    variables, changed = {}, False
+# A device may flush an fp32 denormal input or attribute to a zero of its sign where the precision
+# model's compute type flushes (specs/_arithmetic.yaml: FLOAT32; a FLOAT16 case may be computed in
+# FLOAT32, its attributes are FLOAT32; FLOAT64 is IEEE): a known divergence then shows at the zero,
+# not at the denormal the case holds (a GPU flushes x = -1.2e-38 and DirectML's tanh(-0) = +0
+# follows). So an expectation's `when` is also read on the flushed values.
+def _flushed(ctx: "EvalContext", spec: "OperatorSpec", data_type: str | None) -> "EvalContext | None":
+    """`ctx` with every fp32 denormal (expr.is_f32_denormal, the one definition) a zero of its sign;
+    None where no compute type of `data_type` flushes or no value is a denormal."""
+    model = spec.catalog.arithmetic
+    if not any(model.types[c].flush_denormals for c in model.compute_in.get(data_type or "", ())):
+        return None
+    variables, changed = dict(ctx.variables), False
     for name, value in ctx.variables.items():
-        array = np.asarray(value)
-        if array.dtype.kind == "f":
-            with np.errstate(invalid="ignore"):
-                tiny = (array != 0) & (np.abs(array) < FLT_MIN)
-            if tiny.any():
-                variables[name] = np.where(tiny, np.copysign(0.0, array), array).astype(array.dtype)
-                changed = True
-                continue
-        variables[name] = value
+        denormal = is_f32_denormal(value)
+        if denormal.any():
+            array = np.asarray(value)
+            variables[name] = np.where(denormal, np.copysign(0.0, array), array).astype(array.dtype)
+            changed = True
     return dataclasses.replace(ctx, variables=variables) if changed else None
 
 

@@ -174,8 +174,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ok, reason = backend.available()
         if ok:
             config.dml_backends[name] = backend
-            if any(item.devices for item in config.dml_expectations[name].items):  # asked only where needed: it may start the device
-                config.dml_expectations[name] = config.dml_expectations[name].on_device(backend.version())
+            config.dml_expectations[name] = config.dml_expectations[name].for_backend(backend.version)
         else:
             config.dml_unavailable[name] = reason
     config.dml_writer = ResultWriter(reports / "results", worker)

@@ -70,3 +70,9 @@ def test_devices_keep_an_expectation_to_the_devices_it_was_seen_on(tmp_path):
     assert [i.id for i in here.items] == ["reads-a-denormal-as-normal", "gone-for-good"]
     there = known.on_device("DirectML 1.15.4.0 on Some-Other-Adapter 2")  # case-insensitive
     assert len(there.items) == 3
+    assert known.for_backend(lambda: "on NVIDIA H200").items == here.items
+    everywhere = ExpectationSet("worst-legal", [i for i in known.items if not i.devices])
+
+    def never_asked() -> str:  # no expectation names devices: the device is not asked (it may start one)
+        raise AssertionError("version() asked")
+    assert everywhere.for_backend(never_asked) is everywhere
