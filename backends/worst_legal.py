@@ -30,7 +30,8 @@ import numpy as np
 from harness import __version__
 from harness.model.backend import Capabilities, Outputs, RunResult, Unsupported
 from harness.model.descriptor import Case
-from harness.model.layout import output_buffers, read_logical
+from harness.model.blocks import spread_blocks
+from harness.model.layout import output_buffers, read_tensor
 from harness.model.validator import spec_for_case
 from harness.spec.arithmetic import ArithmeticModel
 from harness.spec.context import bind_items, element_coordinates, element_names_read, formula_context, item_data_type
@@ -398,7 +399,9 @@ class WorstLegalBackend:
             if desc is None:
                 operands[var] = (np.asarray(spec.formula.absent_inputs[var]), "constant", None)
                 continue
-            raw = read_logical(case.inputs[tensor], desc, catalog.dtype(desc.data_type).numpy)
+            raw = read_tensor(case.inputs[tensor], desc, catalog.dtype(desc.data_type))
+            if var in spec.formula.blocked:
+                raw = spread_blocks(raw, shape)
             with np.errstate(invalid="ignore"):
                 operands[var] = (np.broadcast_to(raw, shape).reshape(-1).astype(np.float64), "input", desc.data_type)
         ctx = formula_context(spec, tensor_types, {}, descriptor.attributes)

@@ -41,7 +41,7 @@ def union_bytes(catalog: Any, type_enum: Any, value: Any) -> bytes:
     """A DML_SCALAR_UNION's 8 bytes: `value` stored as the data type `type_enum` names (little
     endian, the rest zero); as a UINT64 bit pattern of 0 when the type is unknown (an invalid case)."""
     dtype = next((t for t in catalog.data_types.values() if type_enum is not None and t.enum == int(type_enum)), None)
-    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (no NumPy dtype)
+    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (DML_SCALAR_UNION has no 4-bit member)
         return bytes(8)
     with np.errstate(all="ignore"):
         raw = np.array(value, dtype=np.float64 if dtype.is_float else object).astype(dtype.numpy).tobytes()

@@ -13,7 +13,7 @@ from hypothesis import reject, strategies as st
 
 from harness.model.wellformed import CaseFormatError, check_union
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.layout import element_count, minimum_bytes, packed_strides, total_bytes
+from harness.model.layout import element_count, minimum_bytes, pack_nibbles, packed_strides, total_bytes
 from harness.spec.operator import OperatorSpec
 from harness.model.validator import GENERIC_RULES
 from harness.generate.values import random_values
@@ -256,7 +256,10 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
         options = constraint_breaking_assignments(spec, level, constraint_id, member_of(spec, d.attributes))
         if not options:
             return None
-        types = draw(st.sampled_from(options))
+        # the tensors present stay the ones present where some option allows it: a new or dropped
+        # tensor may break a rule of its own (an array's item count tied to an attribute)
+        same = [o for o in options if all((t is None) == (d.tensors.get(n) is None) for n, t in o.items())]
+        types = draw(st.sampled_from(same or options))
         for n, t in types.items():
             if t is None:
                 d.tensors[n] = None
@@ -371,8 +374,8 @@ def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None
 def _tensors_read(spec: OperatorSpec, rule: str) -> frozenset[str]:
     """The tensors an expression or shape rule reads: the valid descriptor it starts from must
     have them (a rule over an optional tensor, such as a matrix product's optional addend, breaks only where that tensor is present)."""
-    c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape", "same_shape")), None)
-    if c is not None and c.rule == "same_shape":  # two sizes to make differ: both tensors present
+    c = next((c for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape", "same_shape", "same_data_type")), None)
+    if c is not None and c.rule in ("same_shape", "same_data_type"):  # two sizes or types to make differ: both tensors present
         return frozenset(c.tensors)
     return frozenset(c.reads) if c is not None else frozenset()
 
@@ -461,8 +464,8 @@ def _invalid_inputs(spec: OperatorSpec, d: Descriptor, seed: int, config: GenCon
             continue
         if size > INVALID_CASE_MAX_BUFFER or element_count(t) > INVALID_CASE_MAX_BUFFER:
             continue
-        if not dtype.has_numpy:  # sub-byte types: raw random bytes
-            buffers[f.name] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        if dtype.bits < 8:  # two elements per byte
+            buffers[f.name] = pack_nibbles(random_values(dtype, 2 * max(size, 0), rng)).tobytes()
             continue
         count = max(size // dtype.size_bytes, 0)
         buffers[f.name] = random_values(dtype, count, rng).tobytes().ljust(size, b"\0")

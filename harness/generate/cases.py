@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.layout import pack_buffer, read_logical
+from harness.model.layout import pack_buffer, read_tensor
 from harness.spec.operator import Example, OperatorSpec
 
 
@@ -71,5 +71,5 @@ def output_values(spec: OperatorSpec, case: Case, buffers: dict[str, bytes]) -> 
         desc = case.descriptor.tensors[f.name]
         if desc is None:
             continue
-        out[f.name] = read_logical(buffers[f.name], desc, catalog.dtype(desc.data_type).numpy)
+        out[f.name] = read_tensor(buffers[f.name], desc, catalog.dtype(desc.data_type))
     return out

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.model.blocks import spread_blocks
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope, level_facts
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
-from harness.model.layout import packed_strides, total_bytes
+from harness.model.layout import pack_nibbles, packed_strides, total_bytes
 from harness.spec.operator import OperatorSpec
 from harness.generate.values import random_values
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig
@@ -28,7 +29,10 @@ def make_inputs(spec: OperatorSpec, descriptor: Descriptor, seed: int, config: G
 
 def _allocate(spec: OperatorSpec, descriptor: Descriptor, count: int,
               rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Raw (count, TotalTensorSizeInBytes) blocks drawn from the value pools, and their logical views."""
+    """Raw (count, TotalTensorSizeInBytes) blocks drawn from the value pools, and their logical views.
+
+    A 4-bit type's block holds one element per byte (count, 2 * TotalTensorSizeInBytes), packed
+    two per byte by `_buffers` once every value is written."""
     catalog = spec.catalog
     raw: dict[str, np.ndarray] = {}        # tensor -> (count, TotalTensorSizeInBytes) bytes
     views: dict[str, np.ndarray] = {}      # tensor -> (count, *Sizes) writeable logical view
@@ -38,26 +42,38 @@ def _allocate(spec: OperatorSpec, descriptor: Descriptor, count: int,
             continue
         dtype = catalog.dtype(desc.data_type)
         nbytes = total_bytes(desc, dtype)
-        n = nbytes // dtype.size_bytes
-        block = np.zeros((count, nbytes), dtype=np.uint8)
-        elements = block[:, : n * dtype.size_bytes].view(dtype.numpy)
+        n = nbytes * 8 // dtype.bits
+        width = max(1, dtype.bits // 8)  # bytes per element in the block
+        block = np.zeros((count, n * width if dtype.bits < 8 else nbytes), dtype=np.uint8)
+        elements = block[:, : n * width].view(dtype.numpy)
         elements[...] = random_values(dtype, count * n, rng).reshape(count, n)
-        strides = (elements.strides[0],) + tuple(st_ * dtype.size_bytes for st_ in (desc.strides or packed_strides(desc.sizes)))
+        strides = (elements.strides[0],) + tuple(st_ * width for st_ in (desc.strides or packed_strides(desc.sizes)))
         raw[f.name] = block
         views[f.name] = np.lib.stride_tricks.as_strided(elements, shape=(count, *desc.sizes), strides=strides)
     return raw, views
 
 
+def _buffers(spec: OperatorSpec, descriptor: Descriptor, raw: dict[str, np.ndarray], count: int) -> list[dict[str, bytes]]:
+    """The `count` sets of whole input buffers: each block's rows, a 4-bit type's elements packed
+    two per byte."""
+    for name, block in raw.items():
+        if spec.catalog.dtype(descriptor.tensors[name].data_type).bits < 8:  # type: ignore[union-attr]
+            raw[name] = pack_nibbles(block)
+    return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]
+
+
 def _context(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray]) -> EvalContext:
     """A formula context over the current logical values (absent inputs take their defaults)."""
     variables: dict[str, np.ndarray] = {}
+    out = descriptor.tensors.get(spec.formula.output)
     for var, tensor in spec.formula.inputs.items():
         if tensor in views:
             with np.errstate(invalid="ignore"):
                 variables[var] = views[tensor].astype(np.float64)
+            if var in spec.formula.blocked and out is not None:  # one value per output element, batch axis kept
+                variables[var] = spread_blocks(variables[var], (views[tensor].shape[0], *out.sizes))
         else:
             variables[var] = np.asarray(spec.formula.absent_inputs[var], dtype=np.float64)
-    out = descriptor.tensors.get(spec.formula.output)
     return formula_context(spec, {n: t.data_type for n, t in descriptor.tensors.items() if t}, variables,
                            descriptor.attributes, output_sizes=None if out is None else out.sizes)
 
@@ -101,8 +117,8 @@ def _replace_undefined(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
             continue  # evaluated only for these output types, like the reference does
         for var in sorted(rule.when.names):
             tensor = tensor_of.get(var)
-            if tensor not in views:
-                continue
+            if tensor not in views or var in spec.formula.blocked:
+                continue  # a blocked input's element stands for many: the rule's other inputs are made neutral
             mask = np.broadcast_to(np.asarray(rule.when.evaluate(_context(spec, descriptor, views)), dtype=bool),
                                    views[tensor].shape)
             if mask.any():
@@ -159,8 +175,7 @@ def _apply_limits(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, n
         if isinstance(bits, bool) or not isinstance(bits, int):
             continue  # the expression has no value for this descriptor
         dtype = spec.catalog.dtype(desc.data_type)
-        if dtype.has_numpy:
-            views[limit.tensor][...] = limited_values(np.array(views[limit.tensor]), dtype, bits)
+        views[limit.tensor][...] = limited_values(np.array(views[limit.tensor]), dtype, bits)
 
 
 def ranged_values(values: np.ndarray, dtype: DataType, low: int, high: int) -> np.ndarray:
@@ -204,8 +219,6 @@ def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low > high:
             continue  # the expressions have no value for this descriptor
         dtype = spec.catalog.dtype(desc.data_type)
-        if not dtype.has_numpy:
-            continue
         view = views[entry.tensor]
         current = ranged_values(np.array(view), dtype, low, high)
         outside = just_outside(dtype, low, high)
@@ -239,4 +252,4 @@ def make_input_batch(spec: OperatorSpec, descriptor: Descriptor, seed: int, coun
         _apply_data_ranges(spec, descriptor, views, rng, level)
     if avoid_undefined:
         _replace_undefined(spec, descriptor, views)
-    return [{name: block[i].tobytes() for name, block in raw.items()} for i in range(count)]
+    return _buffers(spec, descriptor, raw, count)

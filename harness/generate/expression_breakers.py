@@ -12,6 +12,7 @@ so runs see different mutations; `reachable` answers with the same search on a f
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
@@ -241,10 +242,18 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
         for f in spec.tensor_fields:
             t = types[f.name]
             tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
-        d = Descriptor(spec.name, tensors, {**spec.default_attributes(), **spec.variant_attributes(member)})
-        d.attributes.update(first_array_values(spec, d))
-        if derived and not rederive(spec, d):
-            continue
-        if validate(spec, d, level).accepted and break_alone(spec, level, d, rule) is not None:
-            return True
+        # the default attributes, else each member of an enum field in turn (a default of 0 may be
+        # a member no valid descriptor has: QuantizationType NONE)
+        choices = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
+                          for v in f.enum.values()]
+        for choice in choices:
+            d = Descriptor(spec.name, {n: None if t is None else replace(t, sizes=list(t.sizes)) for n, t in tensors.items()},
+                           {**spec.default_attributes(), **choice, **spec.variant_attributes(member)})
+            d.attributes.update(first_array_values(spec, d))
+            if derived and not rederive(spec, d):
+                continue
+            if validate(spec, d, level).accepted:
+                if break_alone(spec, level, d, rule) is not None:
+                    return True
+                break
     return False

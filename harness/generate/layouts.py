@@ -42,7 +42,7 @@ def sizes_strategy(draw: st.DrawFn, dim_count: int, config: GenConfig = DEFAULT_
 
 
 @st.composite
-def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], size_bytes: int, is_output: bool) -> TensorDesc:
+def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], bits: int, is_output: bool) -> TensorDesc:
     """A valid layout: packed (implicit or explicit), padded, permuted, or broadcast (inputs only)."""
     kinds = ("packed", "explicit", "padded", "permuted") + (() if is_output else ("broadcast",))
     kind = draw(choice(kinds))
@@ -74,14 +74,14 @@ def layout_strategy(draw: st.DrawFn, data_type: str, sizes: list[int], size_byte
     desc = TensorDesc(data_type, list(sizes), strides)
     extra = draw(choice((None, 0, 4, 16, 64)))
     if extra is not None:
-        desc.total_bytes = minimum_bytes(desc, _SizeOnly(size_bytes)) + extra  # type: ignore[arg-type]
+        desc.total_bytes = minimum_bytes(desc, _Width(bits)) + extra  # type: ignore[arg-type]
     desc.alignment = draw(choice((0, 16, 32, 256)))
     return desc
 
 
 @dataclass(frozen=True)
-class _SizeOnly:
-    size_bytes: int
+class _Width:
+    bits: int
 
 
 def layout_tags(descriptor: Descriptor) -> list[str]:

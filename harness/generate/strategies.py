@@ -16,7 +16,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import expression_scope, level_guarded
 from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
-from harness.spec.operator import OperatorSpec
+from harness.spec.operator import OperatorSpec, enum_members
 from harness.spec.shape_expr import is_free
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
@@ -127,7 +127,7 @@ def union_value_strategy(dtype: DataType) -> st.SearchStrategy[float]:
 def _union_values(draw: st.DrawFn, spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str, Any]:
     """Each DML_SCALAR_UNION field: a value of the type its typed_by field holds (drawn after it)."""
     out: dict[str, Any] = {}
-    by_enum = {t.enum: t for t in spec.catalog.data_types.values() if t.bits % 8 == 0}  # 4-bit types have no NumPy dtype
+    by_enum = {t.enum: t for t in spec.catalog.data_types.values() if t.bits % 8 == 0}  # DML_SCALAR_UNION has no 4-bit member
     for f in spec.attribute_fields:
         if f.is_scalar_union:
             dtype = by_enum.get(int(attributes.get(f.typed_by or "", -1)))
@@ -167,7 +167,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             tensors[f.name] = None
             continue
         sizes = shared_sizes if f.name in group else draw(sizes_strategy(draw(ints(*dim_range(spec, level, [f.name], member))), config))
-        tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, f.role == "output"))
+        tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, f.role == "output"))
     late = _reading_derived(spec)  # arrays sized by a derived tensor (a bias per channel): after it
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), skip=late)))
     for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
@@ -178,7 +178,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
         if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
             sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
-        tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).size_bytes, spec.field(name).role == "output"))
+        tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
     attributes.update(draw(_union_values(spec, attributes)))
@@ -203,17 +203,19 @@ def _drawn_rules(spec: OperatorSpec) -> bool:
     builds the tensors, then the arrays from them, so a rule on the count itself (ChannelCount is
     1 or 3) is kept by drawing again, as is a rule of older levels (Spatial FALSE forbids a
     broadcast mean below FL 4.0), which the shapes drawn for every level do not know."""
-    counts = {f.name for f in spec.attribute_fields if f.is_count}
+    counts = {f.name for f in spec.attribute_fields if f.is_count} | set(spec.tensor_arrays)  # a count, or an array's length
     return bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
 
 
 @lru_cache(maxsize=None)
 def _attribute_rules(spec: OperatorSpec) -> tuple:
-    """The expression rules that read scalar attributes only (no tensor, no array, no guard)."""
+    """The expression rules that read scalar attributes only (no tensor, no array, no guard; enum
+    members by name: QuantizationType != NONE)."""
     scalars = {f.name for f in spec.attribute_fields
                if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
+    members = set(enum_members(list(spec.fields)))
     return tuple(c for c in spec.constraints if c.rule == "expression" and c.check is not None and c.guard is None
-                 and not c.reads and c.expression_names and c.expression_names <= scalars)
+                 and not c.reads and c.expression_names - members and c.expression_names <= scalars | members)
 
 
 def _attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float]) -> bool:
@@ -222,7 +224,7 @@ def _attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float]) -> b
     rules = _attribute_rules(spec)
     if not rules:
         return True
-    names = {k: (int(v) if float(v).is_integer() else v) for k, v in attributes.items()}
+    names = {**enum_members(list(spec.fields)), **{k: (int(v) if float(v).is_integer() else v) for k, v in attributes.items()}}
     results = [c.check.evaluate(names, {}) for c in rules]
     return all(r is None or bool(r) for r in results)
 

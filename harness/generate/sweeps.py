@@ -112,10 +112,9 @@ def _sweeps_of(specs: SpecSet, spec: OperatorSpec, level: str, member: str | Non
     for name in sorted(pairs, key=enum):
         dtype = specs.catalog.dtype(name)
         outputs = sorted(pairs[name], key=lambda t: (t != name, enum(t)))  # the input's own type first
-        outputs = [t for t in outputs if specs.catalog.dtype(t).has_numpy]
         if len(sources) == 2 and name == "FLOAT32":
             continue  # pairs of fp32 values are not swept
-        if dtype.bits in widths and dtype.has_numpy:
+        if dtype.bits in widths:
             out.extend(Sweep(spec.name, name, level, output_type=None if t == name else t, member=member) for t in outputs)
         elif name == "FLOAT32" and include_fp32:
             for t in outputs:

@@ -16,7 +16,7 @@ import numpy as np
 from harness.judge.status import FAILURES, Status, severity
 from harness.model.backend import RunResult
 from harness.model.descriptor import Case
-from harness.model.layout import read_logical, span_elements
+from harness.model.layout import elements_bytes, read_tensor, span_elements
 from harness.reference.evaluate import Expected, expected_for
 from harness.spec.catalog import DataType
 from harness.spec.operator import Comparison, OperatorSpec
@@ -185,11 +185,11 @@ def _read_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expe
     want = expected.outputs[name]
     if name not in buffers:
         return DiffResult(MISMATCH, f"the backend returned no {name}", name, out_type.name)
-    need = span_elements(desc.sizes, desc.strides) * out_type.size_bytes
+    need = elements_bytes(span_elements(desc.sizes, desc.strides), out_type)
     if len(buffers[name]) < need:  # never read past what the backend returned
         return DiffResult(MISMATCH, f"the backend returned {len(buffers[name])} bytes of {name}; its layout needs {need}",
                           name, out_type.name)
-    return out_type, want, read_logical(buffers[name], desc, out_type.numpy)
+    return out_type, want, read_tensor(buffers[name], desc, out_type)
 
 
 def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | None]:
@@ -397,7 +397,4 @@ def judge(spec: OperatorSpec, case: Case, run_result: RunResult, backend_validat
         return DiffResult(ACCEPTED_INVALID, f"accepted a descriptor that breaks {verdict.summary()}")
     if kind == "rejected":
         return DiffResult(REJECTED_VALID, f"rejected a descriptor valid at FL {level}: {run_result.reason}")
-    if any(t is not None and t.data_type in spec.catalog.data_types and not spec.catalog.dtype(t.data_type).has_numpy
-           for t in case.descriptor.tensors.values()):
-        return DiffResult(UNSUPPORTED, "the reference cannot evaluate sub-byte data types yet")
     return compare_outputs(spec, case, run_result.buffers)

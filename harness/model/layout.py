@@ -3,6 +3,12 @@
 The formulas are DirectML's (DMLCalcBufferTensorSize): strides are in elements, the last element's
 index is dot(Sizes - 1, Strides), and the minimum size is rounded up to 4 bytes.
 
+4-bit types (UINT4, INT4) hold two elements per byte, element 2k in the low nibble and 2k + 1 in
+the high one (DML_TENSOR_DATA_TYPE's page: [1,2,3,4,5] is the bytes [0x21, 0x43, 0x05]); strides
+count elements, so a stride of 1 steps one nibble. Their logical values are int8 / uint8 arrays
+(INT4 sign-extended): `read_tensor` and `write_tensor` unpack and pack the nibbles, and every caller
+that holds a DataType reads and writes through them rather than through a NumPy dtype.
+
 Every strided view is bounds-checked before it is made (`strided_view`): the largest byte offset a
 descriptor touches must lie inside the buffer and no stride may be negative, or ValueError is
 raised. NumPy's as_strided trusts its caller, and a case file with a short buffer or a huge stride
@@ -42,14 +48,20 @@ def element_count(desc: TensorDesc) -> int:
 
 
 def minimum_bytes(desc: TensorDesc, dtype: DataType) -> int:
-    """DMLCalcBufferTensorSize: bytes up to one past the last element, rounded up to 4."""
+    """DMLCalcBufferTensorSize: bytes up to one past the last element (a 4-bit type's last
+    element's byte included), rounded up to 4."""
     if any(s == 0 for s in desc.sizes):
         return 0
     if desc.strides is None:
         count = element_count(desc)
     else:
         count = sum((s - 1) * st for s, st in zip(desc.sizes, desc.strides)) + 1
-    return (count * dtype.size_bytes + 3) & ~3
+    return (elements_bytes(count, dtype) + 3) & ~3
+
+
+def elements_bytes(count: int, dtype: DataType) -> int:
+    """The bytes `count` consecutive elements of `dtype` occupy (a started byte counts whole)."""
+    return (count * dtype.bits + 7) // 8
 
 
 def total_bytes(desc: TensorDesc, dtype: DataType) -> int:
@@ -108,6 +120,45 @@ def read_logical(data: bytes, desc: TensorDesc, np_dtype: np.dtype) -> np.ndarra
     return strided_view(flat, desc, np_dtype.itemsize)
 
 
+def unpack_nibbles(data: bytes | np.ndarray, signed: bool) -> np.ndarray:
+    """The 4-bit elements of `data`, two per byte, low nibble first: uint8 values 0..15, or int8
+    values -8..7 (sign-extended) when `signed`."""
+    raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.astype(np.uint8, copy=False)
+    nibbles = np.empty(raw.shape[:-1] + (raw.shape[-1] * 2,), dtype=np.uint8)
+    nibbles[..., 0::2] = raw & 0x0F
+    nibbles[..., 1::2] = raw >> 4
+    if not signed:
+        return nibbles
+    return ((nibbles ^ 0x08).astype(np.int8) - 8).astype(np.int8)
+
+
+def pack_nibbles(values: np.ndarray) -> np.ndarray:
+    """The bytes holding 4-bit elements (an even count along the last axis), low nibble first:
+    the inverse of unpack_nibbles (values taken modulo 16, so -1 is 0xF)."""
+    bits = np.asarray(values).astype(np.uint8) & 0x0F  # int8 -> uint8 wraps: -8 is 0xF8, low nibble 8
+    return (bits[..., 0::2] | (bits[..., 1::2] << 4)).astype(np.uint8)
+
+
+def read_tensor(data: bytes, desc: TensorDesc, dtype: DataType) -> np.ndarray:
+    """The logical tensor of a DataType: read_logical for byte-sized types; for a 4-bit type the
+    nibbles unpacked (a new array) and read through the strides. Raises ValueError when the
+    layout reaches past the end of `data`."""
+    if dtype.bits >= 8:
+        return read_logical(data, desc, dtype.numpy)
+    return strided_view(unpack_nibbles(data, dtype.kind == "signed"), desc, 1)
+
+
+def write_tensor(buffer: bytearray, desc: TensorDesc, dtype: DataType, values: np.ndarray) -> None:
+    """write_logical for a DataType: a 4-bit type's values written into their nibbles (the other
+    nibble of each byte kept); ValueError (nothing written) when the layout reaches past the end."""
+    if dtype.bits >= 8:
+        write_logical(buffer, desc, np.asarray(values, dtype=dtype.numpy))
+        return
+    nibbles = unpack_nibbles(bytes(buffer), False)
+    strided_view(nibbles, desc, 1)[...] = np.asarray(values).astype(np.int64).reshape(desc.sizes) & 0x0F
+    buffer[:] = pack_nibbles(nibbles).tobytes()
+
+
 def is_packed(desc: TensorDesc) -> bool:
     return desc.strides is None or list(desc.strides) == packed_strides(desc.sizes) or element_count(desc) == 1
 
@@ -125,7 +176,7 @@ def write_logical(buffer: bytearray, desc: TensorDesc, values: np.ndarray) -> No
 def pack_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, fill: int = 0) -> bytes:
     """A whole buffer of TotalTensorSizeInBytes holding `values` at their strided places; padding = fill byte."""
     buffer = bytearray([fill & 0xFF]) * total_bytes(desc, dtype)
-    write_logical(buffer, desc, np.asarray(values, dtype=dtype.numpy))
+    write_tensor(buffer, desc, dtype, values)
     return bytes(buffer)
 
 
@@ -133,10 +184,13 @@ def output_buffer(values: np.ndarray, desc: TensorDesc, dtype: DataType, aliased
     """The whole output buffer (TotalTensorSizeInBytes) holding `values` through the output strides;
     an in-place output is written over a copy of the aliased input's buffer."""
     size = total_bytes(desc, dtype)
-    if aliased_input is None and is_packed(desc) and size == values.nbytes:
+    if aliased_input is None and is_packed(desc) and size == values.nbytes and dtype.bits >= 8:
         return values.tobytes()  # the common case: one copy
     buffer = bytearray(aliased_input) if aliased_input is not None else bytearray(size)
-    write_logical(buffer, desc, values)
+    if dtype.bits >= 8:
+        write_logical(buffer, desc, values)  # values of the output's type, or its raw bits: written as they are
+    else:
+        write_tensor(buffer, desc, dtype, values)
     return bytes(buffer)
 
 

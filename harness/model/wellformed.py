@@ -143,7 +143,7 @@ def check_union(key: str, value: Any, type_enum: Any, catalog: Catalog) -> None:
     if not (is_integer(value) or isinstance(value, (float, np.floating))):
         raise CaseFormatError(key, f"expected a number (DML_SCALAR_UNION), found {type(value).__name__} {short(value)}")
     dtype = next((t for t in catalog.data_types.values() if type_enum is not None and t.enum == type_enum), None)
-    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (no NumPy dtype)
+    if dtype is None or dtype.bits % 8:  # unknown, or a 4-bit type (DML_SCALAR_UNION has no 4-bit member)
         return
     if dtype.is_float:
         with np.errstate(all="ignore"):

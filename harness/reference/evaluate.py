@@ -22,7 +22,8 @@ from harness.spec.catalog import DataType
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.context import attribute_values, formula_context, item_data_type
 from harness.spec.expr import EvalContext, NotExact, evaluate_exact
-from harness.model.layout import read_logical
+from harness.model.blocks import spread_blocks
+from harness.model.layout import read_tensor
 from harness.spec.fused import with_fused_activations
 from harness.spec.operator import OperatorSpec, struct_variables
 
@@ -229,10 +230,13 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
             continue
         dtype = catalog.dtype(desc.data_type)
         if spec.formula.operands == "raw_bits":
-            variables[var] = read_logical(inputs[tensor], desc, dtype.bits_numpy)
+            values = read_tensor(inputs[tensor], desc, dtype)  # a 4-bit type's bits are its nibble: 0..15
+            variables[var] = values.view(dtype.bits_numpy) & 0x0F if dtype.bits < 8 else values.view(dtype.bits_numpy)
         else:
             native = spec.formula.expression.exact_in_any_precision
-            variables[var] = _value_array(read_logical(inputs[tensor], desc, dtype.numpy), dtype, native)
+            variables[var] = _value_array(read_tensor(inputs[tensor], desc, dtype), dtype, native)
+        if var in spec.formula.blocked:
+            variables[var] = spread_blocks(variables[var], tuple(descriptor.tensors[spec.formula.output].sizes))  # type: ignore[union-attr]
     variables.update(attribute_values(spec, descriptor.attributes))
     return variables
 
@@ -395,7 +399,7 @@ def family_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, 
         if desc is None:
             out[var] = np.asarray(spec.formula.absent_inputs[var])
         else:
-            out[var] = read_logical(inputs[tensor], desc, spec.catalog.dtype(desc.data_type).numpy)
+            out[var] = read_tensor(inputs[tensor], desc, spec.catalog.dtype(desc.data_type))
     return out
 
 

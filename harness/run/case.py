@@ -15,7 +15,7 @@ from harness.judge.expectations import ExpectationSet, descriptor_holds
 from harness.judge.status import FAILURES, Status
 from harness.model.backend import Backend, Capabilities, Crashed, RunResult
 from harness.model.descriptor import Case
-from harness.model.layout import read_logical
+from harness.model.layout import read_tensor
 from harness.model.wellformed import check_case
 from harness.reference.prefetch import start_reference
 from harness.run.results import CaseRecord, ResultWriter
@@ -65,10 +65,8 @@ def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]
         if desc is None or f.name not in case.inputs or desc.data_type not in spec.catalog.data_types:
             continue
         dtype = spec.catalog.dtype(desc.data_type)
-        if not dtype.has_numpy:
-            continue
         try:
-            values = read_logical(case.inputs[f.name], desc, dtype.numpy).ravel()[:limit]
+            values = read_tensor(case.inputs[f.name], desc, dtype).ravel()[:limit]
         except Exception:  # noqa: BLE001 - malformed invalid case: no preview
             continue
         out[f.name] = [repr(v.item()) if isinstance(v.item(), float) else v.item() for v in values]

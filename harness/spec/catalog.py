@@ -29,7 +29,7 @@ class DataType:
     name: str
     enum: int
     bits: int
-    numpy_name: str | None
+    numpy_name: str
     kind: str  # float | signed | unsigned
     min: int | None
     max: int | None
@@ -37,13 +37,9 @@ class DataType:
 
     @property
     def numpy(self) -> np.dtype:
-        if self.numpy_name is None:
-            raise ValueError(f"{self.name} has no NumPy dtype")
+        """The NumPy dtype of one element's value (int8 / uint8 for the 4-bit types, whose buffers
+        pack two elements per byte: read and write them through harness.model.layout)."""
         return np.dtype(self.numpy_name)
-
-    @property
-    def has_numpy(self) -> bool:
-        return self.numpy_name is not None
 
     @property
     def size_bytes(self) -> int:
@@ -165,7 +161,9 @@ def _read_catalog(specs_dir: Path) -> Catalog:
                 np.dtype(raw["numpy"])
             except TypeError:
                 raise types_src.error(("data_types", index, "numpy"), f"unknown NumPy dtype {raw['numpy']!r}") from None
-        data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], raw["numpy"], raw["class"],
+        # null: no NumPy type of the width (a catalog before 4-bit values were held in a byte)
+        numpy_name = raw["numpy"] or ("int8" if raw["class"] == "signed" else "uint8")
+        data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], numpy_name, raw["class"],
                                            raw.get("min"), raw.get("max"), raw["since"])
     enums_src = load_yaml(specs_dir / ENUMS_FILE)
     _schema_check(enums_src, ENUMS_SCHEMA)

@@ -241,6 +241,9 @@ class OperatorFormula:
     # the other outputs of an elementwise formula (an Adam step's moments): output field ->
     # expression over the same names, each evaluated, rounded and judged as `expression` is
     other_outputs: dict[str, Formula] = field(default_factory=dict)
+    # inputs whose sizes each divide the output's, an element standing for a block of output
+    # elements (harness.model.blocks): spread to the output's shape before the formula reads them
+    blocked: tuple[str, ...] = ()
 
     @property
     def outputs(self) -> dict[str, Formula]:
@@ -675,8 +678,6 @@ def _check_example(src: SourcedYaml, path: tuple, raw: dict, catalog: Catalog) -
     for section in ("inputs", "expected"):
         for tname, values in raw[section].items():
             dtype = catalog.data_types[raw["types"][tname]]
-            if not dtype.has_numpy:
-                raise src.error(path + ("types", tname), f"{dtype.name} has no NumPy type, so no example can use it")
             for index, value in enumerate(values):
                 problem = _example_value_problem(value, dtype)
                 if problem:
@@ -1195,8 +1196,15 @@ def _read_formula(src: SourcedYaml, data: dict, catalog: Catalog, support: list[
         _check_names(src, where, other, names, tensor_names)
         _check_kinds(src, where, other, evaluated)
         other_outputs[out_name] = other
+    blocked = tuple(fraw.get("blocked", {}).get("inputs", ()))
+    for index, var in enumerate(blocked):
+        if var not in fraw["inputs"]:
+            raise src.error(("formula", "blocked", "inputs", index), f"{var!r} is not a formula input")
+    if blocked and family is not None:
+        raise src.error(("formula", "blocked"), "a family reads its inputs itself: blocked is for elementwise formulas")
     formula = OperatorFormula(fraw["docs"], expression, fraw["operands"], dict(fraw["inputs"]), attrs, constants,
-                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family, items, other_outputs)
+                              absent, fraw.get("rounding", {}).get("mode"), fraw["output"], family, items, other_outputs,
+                              blocked)
     return formula, _FormulaScope(names, evaluated, generated, family.name if family else None)
 
 

@@ -161,6 +161,10 @@ OPERATOR_SCHEMA: dict = {
                 "absent_inputs": {"type": "object", "additionalProperties": {
                     "type": "object", "additionalProperties": False, "required": ["value", "source"],
                     "properties": {"value": {"type": "number"}, "source": {"type": "string"}}}},
+                # inputs whose sizes divide the output's, an element per block: {inputs: [scale], source: ...}
+                "blocked": {"type": "object", "additionalProperties": False, "required": ["inputs", "source"],
+                            "properties": {"inputs": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
+                                           "source": {"type": "string"}}},
                 "rounding": {"type": "object", "additionalProperties": False, "required": ["mode", "source"],
                              "properties": {"mode": {"enum": ["half_to_even"]}, "source": {"type": "string"}}},
                 "output": _NAME,

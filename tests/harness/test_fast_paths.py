@@ -251,6 +251,7 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     variables.update({name: rng.integers(0, 8, N) for name in (*COORDINATE_NAMES, LINEAR_INDEX)})  # element coordinates
     variables.update({name: np.float64(0.25) for name in spec.formula.attributes})
     variables.update({name: rng.standard_normal(N) for name in spec.formula.items})  # an array attribute's item per element
+    variables.update({name: np.float64(0) for name in spec.formula.constants})  # the spec's constants (an output's midpoint)
     variables.update({"Min": -128, "Max": 127})
     variables.update(enum_members(spec.fields))
     variables.update({name: np.float64(0.25 if member else 1.0) for name, member in struct_variables(spec.attribute_fields).items()})
