@@ -22,12 +22,14 @@ import numpy as np
 
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.source import SpecError, load_yaml
-from harness.model.layout import output_buffer, read_logical
+from harness.model.blocks import spread_blocks
+from harness.model.layout import output_buffer, read_tensor
 from harness.spec.fused import fused_choice
 from harness.spec.operator import OperatorSpec, SpecSet, load_specs
 from harness.model.validator import case_verdict
 from harness.generate.types import primary_input
 from harness.model.facts import attribute_names, scalar_union
+from harness.spec.context import formula_context
 from harness.spec.shape_expr import parse_shape_expr
 
 from harness.model.backend import Capabilities, Crashed, Outputs, RunResult, Unsupported
@@ -38,12 +40,15 @@ OPSET = 21
 _ONNX_TYPES = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "INT32": 6, "INT64": 7,
                "FLOAT16": 10, "FLOAT64": 11, "UINT32": 12, "UINT64": 13}
 _ONNX_BOOL = 9  # TensorProto.BOOL
+_ONNX_4BIT = {"UINT4": 21, "INT4": 22}  # TensorProto.UINT4, INT4: inside a graph only
+_BYTE_CARRIER = {"UINT4": "UINT8", "INT4": "INT8"}  # the 8-bit type a 4-bit tensor is fed and read as
 _BITS_TYPE = {8: "UINT8", 16: "UINT16", 32: "UINT32", 64: "UINT64"}
 MAPPING_FILE = Path(__file__).resolve().parent / "onnxruntime_ops.yaml"
 MAPPING_DIR = Path(__file__).resolve().parent / "onnxruntime_ops"  # more tables, one per operator family
 # builder -> the keys its table entry must have (inputs: a list of tensor fields; the others: names)
 _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "node": ("op", "inputs"), "bitwise": ("op", "inputs"), "quantize": (),
+    "quantize_blocks": ("op", "input", "scale", "zero_point", "absent_zero_point"),
     "reduce_index": ("op", "inputs", "axes", "select_last_index"),
     "reduce": ("inputs", "axes", "function", "ops"),
     "slice_window": ("inputs", "offsets", "sizes", "strides"),
@@ -145,7 +150,7 @@ class OnnxRuntimeBackend:
         for f in spec.input_fields:
             desc = d.tensors.get(f.name)
             if desc is not None:
-                inputs[f.name] = np.ascontiguousarray(read_logical(case.inputs[f.name], desc, catalog.dtype(desc.data_type).numpy))
+                inputs[f.name] = np.ascontiguousarray(read_tensor(case.inputs[f.name], desc, catalog.dtype(desc.data_type)))
         out_desc = d.tensors[spec.formula.output]
         assert out_desc is not None
         try:
@@ -211,7 +216,8 @@ class OnnxRuntimeBackend:
             return self._quantize(d, inputs, out_type)
         family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
                            "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
-                           "window": self._window, "join": self._join, "split": self._split}
+                           "window": self._window, "join": self._join, "split": self._split,
+                           "quantize_blocks": self._quantize_blocks}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -700,6 +706,52 @@ class OnnxRuntimeBackend:
                 [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shape))])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x, "s": s_in, "z": z_in})[0]
+
+
+    def _quantize_blocks(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """QuantizeLinear or DequantizeLinear (`op`) with one scale and zero point per element:
+        the spec's blocks spread to the input's shape (harness.model.blocks), so ONNX's blocked
+        form with block_size 1 reads them; an absent zero point is the formula constant that
+        `absent_zero_point` names. A 4-bit tensor goes in and out as 8-bit values, cast to and
+        from ONNX's INT4/UINT4 inside the graph (ONNX Runtime's Python API feeds no 4-bit arrays)."""
+        spec = self.specs.operator(d.operator)
+        x = inputs[entry["input"]]
+        shape = tuple(x.shape)
+        types = {n: t.data_type for n, t in d.tensors.items() if t is not None}
+        scale = np.ascontiguousarray(spread_blocks(inputs[entry["scale"]], shape))
+        integer = types[entry["input"]] if entry["op"] == "DequantizeLinear" else types[spec.formula.output]
+        wide = self.specs.catalog.dtype(integer).numpy
+        if entry["zero_point"] in inputs:
+            zp = np.ascontiguousarray(spread_blocks(inputs[entry["zero_point"]], shape)).astype(wide)
+        else:
+            ctx = formula_context(spec, types, {}, d.attributes)
+            zp = np.full(shape, int(ctx.variables[entry["absent_zero_point"]]), dtype=wide)
+        narrow = _ONNX_4BIT.get(integer)
+        carried = _ONNX_TYPES[_BYTE_CARRIER[integer]] if narrow else _ONNX_TYPES[integer]
+        in_type, out_type = types[entry["input"]], types[spec.formula.output]
+        key = ("quantize_blocks", entry["op"], in_type, types[entry["scale"]], out_type, shape)
+
+        def build() -> Any:
+            from onnx import helper
+            nodes, x_name, z_name = [], "x", "z"
+            if narrow:
+                nodes.append(helper.make_node("Cast", ["z"], ["zn"], to=narrow))
+                z_name = "zn"
+                if entry["op"] == "DequantizeLinear":
+                    nodes.append(helper.make_node("Cast", ["x"], ["xn"], to=narrow))
+                    x_name = "xn"
+            quantize = entry["op"] == "QuantizeLinear"
+            nodes.append(helper.make_node(entry["op"], [x_name, "s", z_name], ["yq" if narrow and quantize else "y"], axis=0, block_size=1))
+            if narrow and quantize:
+                nodes.append(helper.make_node("Cast", ["yq"], ["y"], to=carried))
+            graph = helper.make_graph(nodes, "quantize_blocks", [
+                helper.make_tensor_value_info("x", carried if not quantize else _ONNX_TYPES[in_type], list(shape)),
+                helper.make_tensor_value_info("s", _ONNX_TYPES[types[entry["scale"]]], list(shape)),
+                helper.make_tensor_value_info("z", carried, list(shape))],
+                [helper.make_tensor_value_info("y", carried if quantize else _ONNX_TYPES[out_type], list(shape))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        x_in = x.astype(wide) if entry["op"] == "DequantizeLinear" else x
+        return self._session(key, build).run(None, {"x": x_in, "s": scale, "z": zp})[0]
 
 
 class _Unsupported(Exception):
