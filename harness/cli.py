@@ -165,13 +165,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from harness.run.registry import expectations_for, load_backend
     from harness.run.case import run_case
+    from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem
+    timeout = DIRECTML_TIMEOUT if args.directml_timeout is None else args.directml_timeout
+    if directml_timeout_problem(timeout):
+        print(f"dmlconform replay: {directml_timeout_problem(timeout)}", file=sys.stderr)
+        return EXIT_USAGE
     worst = EXIT_OK
     for name in args.backend or ["numpy"]:
         options: dict = {"specs": specs}
         if name.partition("@")[0] == "directml":
             options.update(dll=args.directml_dll, adapter=args.directml_adapter, warp=args.directml_warp,
                            debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags,
-                           vulkan=args.directml_vulkan, stack=args.directml_stack)
+                           vulkan=args.directml_vulkan, stack=args.directml_stack, timeout=timeout)
         try:
             backend = load_backend(name, **options)
         except ValueError as exc:
@@ -205,6 +210,10 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
         return f"--reports-dir {reports}: exists and is not a directory"
     if str(args.workers) != "auto" and not (str(args.workers).isdigit()):
         return f"--workers {args.workers}: 'auto' or a whole number >= 0"
+    if args.directml_timeout is not None:
+        from harness.run.options import directml_timeout_problem
+        if directml_timeout_problem(args.directml_timeout):
+            return directml_timeout_problem(args.directml_timeout)
     specs_dir = Path(args.specs_dir)
     if not specs_dir.is_dir():
         return f"--specs-dir {specs_dir}: not a directory"
@@ -245,6 +254,8 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         pytest_args.append(f"--max-examples={args.max_examples}")
     if args.exhaustive:
         pytest_args.append("--exhaustive")
+    if args.directml_timeout is not None:
+        pytest_args.append(f"--directml-timeout={args.directml_timeout}")
     code = int(pytest.main(pytest_args + extra))
     if code == int(pytest.ExitCode.INTERRUPTED):
         print("dmlconform run: interrupted; the run is incomplete and the gate will fail", file=sys.stderr)
@@ -415,6 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     replay.add_argument("--directml-vulkan", default=None, help="auto (default), lavapipe, or a Vulkan ICD json path")
     replay.add_argument("--directml-stack", default=None, help="an unpacked portable DirectML stack")
+    replay.add_argument("--directml-timeout", type=float, default=None,
+                        help="seconds the case may take on DirectML before its runner is stopped (default 60, as in a run)")
     replay.set_defaults(func=cmd_replay)
 
     run = sub.add_parser("run", help="the conformance run (pytest suite) with reports; extra args go to pytest")
@@ -426,6 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--exhaustive", action="store_true", help="add the chunked fp32 sweeps")
     run.add_argument("--profile", choices=["ci", "dev", "thorough"], default="ci", help="Hypothesis profile (default: ci)")
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
+    run.add_argument("--directml-timeout", type=float, default=None,
+                     help="seconds one DirectML case may take before its runner is stopped and restarted (default 60)")
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
     run.set_defaults(func=cmd_run)
 

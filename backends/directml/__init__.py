@@ -22,6 +22,7 @@ from harness.spec.fused import fused_choice
 from harness.spec.operator import SpecSet, load_specs
 from harness.model.validator import case_verdict
 from harness.model.wellformed import CaseFormatError, check_case
+from harness.run.options import DIRECTML_TIMEOUT
 
 from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
 from backends.directml.process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
@@ -54,7 +55,7 @@ class DirectMLBackend:
     expectations_dir = Path(__file__).resolve().parent.parent / "expectations"  # known divergences, per backend
 
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
-                 debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = 60.0,
+                 debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = DIRECTML_TIMEOUT,
                  vulkan: str | None = None, stack: str | Path | None = None, **_: Any) -> None:
         self.specs = specs or load_specs()
         self.vulkan_choice = vulkan  # None: auto
@@ -160,6 +161,8 @@ class DirectMLBackend:
             args += ["--directml-vulkan", str(self._vulkan.icd)]
         if self.stack_arg:
             args += ["--directml-stack", self.stack_arg]
+        if self.timeout != DIRECTML_TIMEOUT:  # a case that hung under a short limit replays under it
+            args += ["--directml-timeout", f"{self.timeout:g}"]
         return args
 
     def info(self) -> dict:

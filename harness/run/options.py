@@ -14,6 +14,15 @@ from harness.spec.operator import SpecSet
 # (the newest level of the catalog), `ladder` (every level where an operator's tables change, up to
 # a device's own level)
 LEVEL_KEYWORDS = ("own", "newest", "ladder")
+DIRECTML_TIMEOUT = 60.0  # seconds one DirectML case may take (--directml-timeout)
+MAX_DIRECTML_TIMEOUT = 3600.0
+
+
+def directml_timeout_problem(seconds: float) -> str | None:
+    """What is wrong with a --directml-timeout value (a number of seconds, more than 0, at most an hour), or None."""
+    if not 0 < seconds <= MAX_DIRECTML_TIMEOUT:  # NaN fails too
+        return f"--directml-timeout {seconds!r}: seconds, more than 0 and at most {MAX_DIRECTML_TIMEOUT:g}"
+    return None
 
 
 def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backends: Iterable[str] = (),

@@ -30,7 +30,7 @@ from harness.run.allocator import keep_freed_memory
 from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
-from harness.run.options import option_problem
+from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, option_problem
 from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
 from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
@@ -72,6 +72,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     group.addoption("--directml-vulkan", default=None,
                     help="Vulkan driver under Wine: auto (a hardware GPU's ICD if installed, else lavapipe; the default), lavapipe, or an ICD json path")
+    group.addoption("--directml-timeout", type=float, default=DIRECTML_TIMEOUT,
+                    help="seconds one DirectML case may take before its runner is stopped and restarted (the case is "
+                         "recorded crashed, the run goes on; default %(default)s). A GPU whose driver hangs on some "
+                         "cases fits a time-limited machine with a shorter one")
     group.addoption("--directml-stack", default=None,
                     help="an unpacked portable DirectML stack (`dmlconform directml unpack`; default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
 
@@ -121,6 +125,9 @@ def _check_choices(config: pytest.Config) -> None:
                              data_per_descriptor=config.getoption("data_per_descriptor"))
     if problem:
         raise pytest.UsageError(problem)
+    timeout_problem = directml_timeout_problem(config.getoption("directml_timeout"))
+    if timeout_problem:
+        raise pytest.UsageError(timeout_problem)
     chunks = config.getoption("fp32_chunks")
     if chunks:
         try:
@@ -165,7 +172,8 @@ def pytest_configure(config: pytest.Config) -> None:
             options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
                            exec_flags=config.getoption("directml_exec_flags"),
-                           vulkan=config.getoption("directml_vulkan"), stack=config.getoption("directml_stack"))
+                           vulkan=config.getoption("directml_vulkan"), stack=config.getoption("directml_stack"),
+                           timeout=config.getoption("directml_timeout"))
         try:
             backend = load_backend(name, **options)
         except Exception as exc:  # noqa: BLE001 - reported as a skip reason

@@ -38,6 +38,8 @@ def _previous_run(reports: Path) -> Path:
     (["--max-examples", "-1"], "--max-examples -1: a whole number >= 1"),
     (["--max-examples", "0"], "--max-examples 0: a whole number >= 1"),
     (["--workers", "many"], "--workers many: 'auto' or a whole number >= 0"),
+    (["--directml-timeout", "0"], "--directml-timeout 0.0: seconds, more than 0 and at most 3600"),
+    (["--directml-timeout", "nan"], "--directml-timeout nan: seconds, more than 0 and at most 3600"),
 ])
 def test_bad_run_argument_is_one_line_exit_2_and_keeps_the_last_report(tmp_path, capsys, args, message):
     kept = _previous_run(tmp_path)
@@ -121,3 +123,19 @@ def test_expectations_dir_replaces_the_backends_own(tmp_path, capsys):
     empty.mkdir()
     assert main(["--expectations-dir", str(empty), "replay", str(path), "--backend", "onnxruntime"]) == 1
     assert ": mismatch: " in capsys.readouterr().out
+
+
+def test_replay_refuses_a_directml_timeout_that_is_not_seconds(tmp_path, capsys):
+    """--directml-timeout: more than 0 and at most an hour (checked before any backend starts)."""
+    import numpy as np
+
+    from harness.generate.cases import case_from_arrays
+    from tests.helpers import SPECS
+    spec = SPECS.operator("ELEMENT_WISE_SIGN")
+    case = case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
+                            {"InputTensor": np.array([1.0], np.float32)})
+    path = case.save(tmp_path / "case.yaml")
+    assert main(["replay", str(path), "--directml-timeout", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert "--directml-timeout -5.0: seconds, more than 0 and at most 3600" in err and len(err.strip().splitlines()) == 1
+

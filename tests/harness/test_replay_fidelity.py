@@ -162,13 +162,16 @@ def test_replay_command_names_the_backend_options_that_change_the_result(tmp_pat
     from backends.directml import DirectMLBackend
     from harness.cli import build_parser
     from harness.run.case import replay_command
-    backend = DirectMLBackend(SPECS, dll="1.14.1", adapter=1, exec_flags="ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
+    backend = DirectMLBackend(SPECS, dll="1.14.1", adapter=1, exec_flags="ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS",
+                              timeout=12.5)
     command = replay_command(tmp_path / "case.yaml", backend)
     assert command == (f"dmlconform replay {tmp_path / 'case.yaml'} --backend directml --directml-dll 1.14.1 "
-                       "--directml-adapter 1 --directml-exec-flags 'ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS'")
+                       "--directml-adapter 1 --directml-exec-flags 'ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS' "
+                       "--directml-timeout 12.5")
     parsed = build_parser().parse_args(shlex.split(command)[1:])
     again = DirectMLBackend(SPECS, dll=parsed.directml_dll, adapter=parsed.directml_adapter, warp=parsed.directml_warp,
-                            debug_layer=parsed.directml_debug_layer, exec_flags=parsed.directml_exec_flags)
+                            debug_layer=parsed.directml_debug_layer, exec_flags=parsed.directml_exec_flags,
+                            timeout=parsed.directml_timeout)
     assert again.replay_args() == backend.replay_args()
     assert replay_command(tmp_path / "c.yaml", DirectMLBackend(SPECS)).endswith("--backend directml")
 
