@@ -275,7 +275,11 @@ def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
         dtype = specs.catalog.dtype(types[name])  # the bits viewed as the type: no conversion touches them
         if any(not 0 <= int(b) < 1 << dtype.bits for b in bits):
             raise ValueError(f"probe of {item.id}: input_bits of {name} must be {dtype.bits}-bit patterns of {dtype.name}")
-        values[name] = np.asarray([int(b) for b in bits], dtype=dtype.bits_numpy).view(dtype.numpy)
+        if dtype.bits < 8:  # a nibble: INT4's 0x8..0xF are -8..-1
+            raw = np.asarray([int(b) for b in bits], dtype=np.int64)
+            values[name] = np.where((raw >= 8) & (dtype.kind == "signed"), raw - 16, raw).astype(dtype.numpy)
+        else:
+            values[name] = np.asarray([int(b) for b in bits], dtype=dtype.bits_numpy).view(dtype.numpy)
     if "tensor_sizes" in item.probe:  # index-space operators: each tensor its own Sizes
         layouts = {n: TensorDesc(t, list(item.probe["tensor_sizes"][n])) for n, t in types.items()}
         values = {k: v.reshape(item.probe["tensor_sizes"][k]) for k, v in values.items()}

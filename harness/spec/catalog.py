@@ -161,7 +161,9 @@ def _read_catalog(specs_dir: Path) -> Catalog:
                 np.dtype(raw["numpy"])
             except TypeError:
                 raise types_src.error(("data_types", index, "numpy"), f"unknown NumPy dtype {raw['numpy']!r}") from None
-        # null: no NumPy type of the width (a catalog before 4-bit values were held in a byte)
+        if raw["numpy"] is None and (raw["bits"] != 4 or raw["class"] == "float"):
+            raise types_src.error(("data_types", index, "numpy"), "only a 4-bit integer type may leave its NumPy dtype null")
+        # null: a 4-bit type of a catalog written before 4-bit values were held in a byte
         numpy_name = raw["numpy"] or ("int8" if raw["class"] == "signed" else "uint8")
         data_types[raw["name"]] = DataType(raw["name"], raw["enum"], raw["bits"], numpy_name, raw["class"],
                                            raw.get("min"), raw.get("max"), raw["since"])
