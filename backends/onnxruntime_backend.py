@@ -707,7 +707,6 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x, "s": s_in, "z": z_in})[0]
 
-
     def _quantize_blocks(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """QuantizeLinear or DequantizeLinear (`op`) with one scale and zero point per element:
         the spec's blocks spread to the input's shape (harness.model.blocks), so ONNX's blocked
