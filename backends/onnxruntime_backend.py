@@ -728,6 +728,7 @@ class OnnxRuntimeBackend:
         narrow = _ONNX_4BIT.get(integer)
         carried = _ONNX_TYPES[_BYTE_CARRIER[integer]] if narrow else _ONNX_TYPES[integer]
         in_type, out_type = types[entry["input"]], types[spec.formula.output]
+        per_element = list(shape) if x.size > 1 else []
         key = ("quantize_blocks", entry["op"], in_type, types[entry["scale"]], out_type, shape)
 
         def build() -> Any:
@@ -740,17 +741,20 @@ class OnnxRuntimeBackend:
                     nodes.append(helper.make_node("Cast", ["x"], ["xn"], to=narrow))
                     x_name = "xn"
             quantize = entry["op"] == "QuantizeLinear"
-            nodes.append(helper.make_node(entry["op"], [x_name, "s", z_name], ["yq" if narrow and quantize else "y"], axis=0, block_size=1))
+            # block_size 1 along axis 0 is one scale per element; ONNX Runtime takes a one-element
+            # scale as per-tensor, which must be a scalar without block_size
+            blocked = {"axis": 0, "block_size": 1} if x.size > 1 else {}
+            nodes.append(helper.make_node(entry["op"], [x_name, "s", z_name], ["yq" if narrow and quantize else "y"], **blocked))
             if narrow and quantize:
                 nodes.append(helper.make_node("Cast", ["yq"], ["y"], to=carried))
             graph = helper.make_graph(nodes, "quantize_blocks", [
                 helper.make_tensor_value_info("x", carried if not quantize else _ONNX_TYPES[in_type], list(shape)),
-                helper.make_tensor_value_info("s", _ONNX_TYPES[types[entry["scale"]]], list(shape)),
-                helper.make_tensor_value_info("z", carried, list(shape))],
+                helper.make_tensor_value_info("s", _ONNX_TYPES[types[entry["scale"]]], per_element),
+                helper.make_tensor_value_info("z", carried, per_element)],
                 [helper.make_tensor_value_info("y", carried if quantize else _ONNX_TYPES[out_type], list(shape))])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         x_in = x.astype(wide) if entry["op"] == "DequantizeLinear" else x
-        return self._session(key, build).run(None, {"x": x_in, "s": scale, "z": zp})[0]
+        return self._session(key, build).run(None, {"x": x_in, "s": scale.reshape(per_element), "z": zp.reshape(per_element)})[0]
 
 
 class _Unsupported(Exception):
