@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Callable
 
 from harness.spec.expr import FormulaError, _parse_bounded
@@ -40,10 +40,26 @@ def _distinct(values: list) -> bool:
     return len(set(values)) == len(values)
 
 
+@lru_cache(maxsize=4096)
+def _divisors_of(n: int) -> tuple[int, ...]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}, reverse=True))
+
+
+def _divisors(n: int) -> list[int]:
+    """The positive divisors of n, largest first (n itself, then down to 1): a blocked tensor's
+    sizes. O(sqrt n) and cached, where a comprehension over range(n) walks n values on every rule
+    check (a size of 2^17 is 131,072 steps); [] for n < 1; a FormulaError beyond 2^40."""
+    n = int(n)
+    if n > 1 << 40:
+        raise FormulaError(f"divisors of {n}: above 2^40")
+    return list(_divisors_of(n)) if n >= 1 else []
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len, "range": _range, "min": min, "max": max, "sum": sum, "all": all, "any": any,
     "prod": lambda values: math.prod(values), "abs": abs, "distinct": _distinct,
-    "sorted": sorted, "bit_length": lambda n: int(n).bit_length(),
+    "sorted": sorted, "bit_length": lambda n: int(n).bit_length(), "divisors": _divisors,
     "free_in": lambda values: _FreeIn(values),
 }
 TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")

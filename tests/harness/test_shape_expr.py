@@ -25,6 +25,9 @@ def value(text, names=None, tensors=None):
     ("len(Axes) == AxisCount and not OutputTensor.present", True),
     ("InputTensor.Sizes[-1] - min(Axes) * 3", 4),
     ("sorted([3, 1, 2])", [1, 2, 3]),
+    ("[divisors(s) for s in InputTensor.Sizes]", [[2, 1], [3, 1], [4, 2, 1]]),   # largest first
+    ("divisors(36)", [36, 18, 12, 9, 6, 4, 3, 2, 1]),
+    ("len(divisors(4294967296))", 33),   # 2^32: 2^0 .. 2^32, without walking 2^32 values
 ])
 def test_values(text, want):
     assert value(text) == want
