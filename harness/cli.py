@@ -167,8 +167,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from harness.run.case import run_case
     from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem
     timeout = DIRECTML_TIMEOUT if args.directml_timeout is None else args.directml_timeout
-    if directml_timeout_problem(timeout):
-        print(f"dmlconform replay: {directml_timeout_problem(timeout)}", file=sys.stderr)
+    problem = directml_timeout_problem(timeout)
+    if problem:
+        print(f"dmlconform replay: {problem}", file=sys.stderr)
         return EXIT_USAGE
     worst = EXIT_OK
     for name in args.backend or ["numpy"]:
@@ -212,8 +213,9 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
         return f"--workers {args.workers}: 'auto' or a whole number >= 0"
     if args.directml_timeout is not None:
         from harness.run.options import directml_timeout_problem
-        if directml_timeout_problem(args.directml_timeout):
-            return directml_timeout_problem(args.directml_timeout)
+        problem = directml_timeout_problem(args.directml_timeout)
+        if problem:
+            return problem
     specs_dir = Path(args.specs_dir)
     if not specs_dir.is_dir():
         return f"--specs-dir {specs_dir}: not a directory"

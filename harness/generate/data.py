@@ -43,8 +43,8 @@ def _allocate(spec: OperatorSpec, descriptor: Descriptor, count: int,
         dtype = catalog.dtype(desc.data_type)
         nbytes = total_bytes(desc, dtype)
         n = nbytes * 8 // dtype.bits
-        width = max(1, dtype.bits // 8)  # bytes per element in the block
-        block = np.zeros((count, n * width if dtype.bits < 8 else nbytes), dtype=np.uint8)
+        width = dtype.size_bytes  # bytes per element in the block (one for a 4-bit type)
+        block = np.zeros((count, n if dtype.bits < 8 else nbytes), dtype=np.uint8)
         elements = block[:, : n * width].view(dtype.numpy)
         elements[...] = random_values(dtype, count * n, rng).reshape(count, n)
         strides = (elements.strides[0],) + tuple(st_ * width for st_ in (desc.strides or packed_strides(desc.sizes)))

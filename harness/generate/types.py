@@ -202,11 +202,11 @@ def reachable_cells(spec: OperatorSpec) -> set[tuple]:
     type assignment of its table holds is excluded by a type rule (an array's row lists the types
     of all its items, while the scale item must be a float and the zero-point item an integer).
     Such cells are reached by the invalid cases of that rule, not by valid ones."""
-    cells = set()
+    cells, every = set(), table_cells(spec)
     for table in spec.support:
         for member in (table.variant or (None,))[:1]:
             pairs = {(n, t) for types in valid_type_assignments(spec, table.level, member) for n, t in types.items() if t}
-            cells |= {c for c in table_cells(spec) if c[1] == table.level and c[5] == table.variant and (c[2], c[3]) in pairs}
+            cells |= {c for c in every if c[1] == table.level and c[5] == table.variant and (c[2], c[3]) in pairs}
     return cells
 
 

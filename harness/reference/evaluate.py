@@ -230,8 +230,8 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
             continue
         dtype = catalog.dtype(desc.data_type)
         if spec.formula.operands == "raw_bits":
-            values = read_tensor(inputs[tensor], desc, dtype)  # a 4-bit type's bits are its nibble: 0..15
-            variables[var] = values.view(dtype.bits_numpy) & 0x0F if dtype.bits < 8 else values.view(dtype.bits_numpy)
+            bits = read_tensor(inputs[tensor], desc, dtype).view(dtype.bits_numpy)
+            variables[var] = bits & 0x0F if dtype.bits < 8 else bits  # a 4-bit type's bits are its nibble: 0..15
         else:
             native = spec.formula.expression.exact_in_any_precision
             variables[var] = _value_array(read_tensor(inputs[tensor], desc, dtype), dtype, native)
