@@ -14,7 +14,8 @@ from harness import __version__
 from harness.model.descriptor import Case
 from harness.model.layout import output_buffers
 from harness.reference.evaluate import expected_for
-from harness.spec.operator import OperatorSpec, SpecSet, load_specs
+from harness.spec.load import load_specs
+from harness.spec.model import OperatorSpec, SpecSet
 from harness.model.validator import spec_for_case
 
 from harness.model.backend import Capabilities, Outputs, RunResult

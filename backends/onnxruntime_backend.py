@@ -14,18 +14,19 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from pathlib import Path
 
 import numpy as np
 
-from harness.model.descriptor import Case, Descriptor
+from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.spec.source import SpecError, load_yaml
 from harness.model.blocks import spread_blocks
 from harness.model.layout import output_buffer, read_tensor
 from harness.spec.fused import fused_choice
-from harness.spec.operator import OperatorSpec, SpecSet, load_specs
+from harness.spec.load import load_specs
+from harness.spec.model import OperatorSpec, SpecSet
 from harness.model.validator import case_verdict
 from harness.generate.types import primary_input
 from harness.model.facts import attribute_names, scalar_union
@@ -214,15 +215,16 @@ class OnnxRuntimeBackend:
                                    f"({entry.get('types_why', 'backends/onnxruntime_ops')})")
         if entry["builder"] == "quantize":
             return self._quantize(d, inputs, out_type)
-        family_builders = {"reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
-                           "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
-                           "window": self._window, "join": self._join, "split": self._split,
-                           "quantize_blocks": self._quantize_blocks}
+        family_builders: dict[str, Callable[[dict, Descriptor, dict[str, np.ndarray]], np.ndarray | dict[str, np.ndarray]]] = {
+            "reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
+            "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
+            "window": self._window, "join": self._join, "split": self._split,
+            "quantize_blocks": self._quantize_blocks}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
         arrays = [inputs[name] for name in names]
-        types = [d.tensors[name].data_type for name in names]
+        types = [_tensor(d, name).data_type for name in names]
         if entry["builder"] == "bitwise":
             dtype = self.specs.catalog.dtype(types[0])
             if dtype.is_float:  # same bits, as unsigned integers
@@ -258,6 +260,7 @@ class OnnxRuntimeBackend:
         if dtype.is_float:
             with np.errstate(over="ignore"):
                 return float(np.asarray(value).astype(dtype.numpy))
+        assert dtype.min is not None and dtype.max is not None  # an integer type has a range
         if not (np.isfinite(value) and value == int(value) and dtype.min <= int(value) <= dtype.max):
             raise _Unsupported(f"ONNX: {field} {value!r} is not a value of {data_type}, and the ONNX op takes it in the tensor's type")
         return int(value)
@@ -452,8 +455,8 @@ class OnnxRuntimeBackend:
                 raise _Unsupported(f"ONNX: {entry[key]} {float(value)!r} is not a {dtype} value, and the ONNX Mul takes it in the tensor's type")
             scalars[key] = float(value)
         ta, tb = _flag(entry["transpose_a"], names), _flag(entry["transpose_b"], names)
-        key = ("matmul", dtype, tuple(a.shape), tuple(b.shape), None if c is None else tuple(c.shape), ta, tb,
-               tuple(sorted(scalars.items())))
+        session_key = ("matmul", dtype, tuple(a.shape), tuple(b.shape), None if c is None else tuple(c.shape), ta, tb,
+                       tuple(sorted(scalars.items())))
 
         def perm(x: np.ndarray) -> list[int]:
             return list(range(x.ndim - 2)) + [x.ndim - 1, x.ndim - 2]
@@ -482,7 +485,7 @@ class OnnxRuntimeBackend:
             graph = helper.make_graph(nodes, "Gemm", graph_inputs, [helper.make_tensor_value_info("y", t, out_shape)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
-        return self._session(key, build).run(None, feeds)[0]
+        return self._session(session_key, build).run(None, feeds)[0]
 
     def _two_operands_and_addend(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple:
         """What the matmul and window builders share: the spec, the attributes by name, the table
@@ -656,16 +659,17 @@ class OnnxRuntimeBackend:
             formula = self.specs.operator("ELEMENT_WISE_QUANTIZE_LINEAR").formula
             variable = next(v for v, tensor in formula.inputs.items() if tensor == "ZeroPointTensor")
             zp = np.full(x.shape, formula.absent_inputs[variable], dtype=self.specs.catalog.dtype(out_type).numpy)
-        in_type = d.tensors["InputTensor"].data_type
-        scale_type = d.tensors["ScaleTensor"].data_type
+        in_type = _tensor(d, "InputTensor").data_type
+        scale_type = _tensor(d, "ScaleTensor").data_type
         shape = tuple(x.shape)
         mode, axis = _scale_mode(scale, zp) if in_type != "INT32" else ("decomposed", None)
         key = ("QuantizeLinear", mode, axis, in_type, scale_type, out_type, shape)
 
         if mode == "decomposed":
-            def build() -> Any:
+            def build_decomposed() -> Any:
                 from onnx import TensorProto, helper
                 out = self.specs.catalog.dtype(out_type)
+                assert out.min is not None and out.max is not None  # a quantized type is an integer type
                 lo, hi = float(out.min), float(out.max)
                 nodes = [
                     helper.make_node("Cast", ["x"], ["xd"], to=TensorProto.DOUBLE),
@@ -685,19 +689,20 @@ class OnnxRuntimeBackend:
                     helper.make_tensor_value_info("z", _ONNX_TYPES[out_type], list(shape))],
                     [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], list(shape))], initializer=inits)
                 return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
-            return self._session(key, build).run(None, {"x": x, "s": scale, "z": zp})[0]
+            return self._session(key, build_decomposed).run(None, {"x": x, "s": scale, "z": zp})[0]
 
         if mode == "per_tensor":
             s_in, z_in, s_shape = scale.reshape(-1)[:1].reshape(()), zp.reshape(-1)[:1].reshape(()), []
         else:
-            index = [0] * len(shape)
+            assert axis is not None  # per_axis: _scale_mode names the axis
+            index: list[int | slice] = [0] * len(shape)
             index[axis] = slice(None)
             s_in, z_in = scale[tuple(index)].copy(), zp[tuple(index)].copy()
             s_shape = [shape[axis]]
 
         def build() -> Any:
             from onnx import helper
-            attrs = {"axis": axis} if mode == "per_axis" else {}
+            attrs: dict[str, Any] = {"axis": axis} if mode == "per_axis" else {}  # ONNX attributes
             node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)
             graph = helper.make_graph([node], "quantize", [
                 helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(shape)),
@@ -743,7 +748,7 @@ class OnnxRuntimeBackend:
             quantize = entry["op"] == "QuantizeLinear"
             # block_size 1 along axis 0 is one scale per element; ONNX Runtime takes a one-element
             # scale as per-tensor, which must be a scalar without block_size
-            blocked = {"axis": 0, "block_size": 1} if x.size > 1 else {}
+            blocked: dict[str, Any] = {"axis": 0, "block_size": 1} if x.size > 1 else {}  # ONNX attributes
             nodes.append(helper.make_node(entry["op"], [x_name, "s", z_name], ["yq" if narrow and quantize else "y"], **blocked))
             if narrow and quantize:
                 nodes.append(helper.make_node("Cast", ["yq"], ["y"], to=carried))
@@ -759,6 +764,13 @@ class OnnxRuntimeBackend:
 
 class _Unsupported(Exception):
     pass
+
+
+def _tensor(d: Descriptor, name: str) -> TensorDesc:
+    """A tensor the case has (one whose values the builder was given)."""
+    desc = d.tensors[name]
+    assert desc is not None
+    return desc
 
 
 @lru_cache(maxsize=64)
@@ -788,10 +800,10 @@ def _uniform_except(arr: np.ndarray, axis: int | None) -> bool:
     if axis is None:
         flat = arr.reshape(-1)
         return bool((flat == flat[0]).all())
-    index = [0] * arr.ndim
+    index: list[int | slice] = [0] * arr.ndim
     index[axis] = slice(None)
     line = arr[tuple(index)]
-    expand = [np.newaxis] * arr.ndim
+    expand: list[slice | None] = [np.newaxis] * arr.ndim
     expand[axis] = slice(None)
     return bool((arr == line[tuple(expand)]).all())
 

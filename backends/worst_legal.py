@@ -38,9 +38,10 @@ from harness.spec.context import bind_items, element_coordinates, element_names_
 from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS
 from harness.spec.functions import MATH_FUNCTIONS
 from harness.spec.fused import with_fused_activations
-from harness.spec.operator import OperatorSpec, SpecSet, load_specs, struct_variables
+from harness.spec.load import load_specs
+from harness.spec.model import OperatorSpec, SpecSet, struct_variables
 
-_NUMPY = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
+_NUMPY: dict[str, type[np.floating]] = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
 _WIDTH = {"FLOAT16": 0, "FLOAT32": 1, "FLOAT64": 2}
 BEYOND = ("division_3ulp", "add_2ulp", "fp16_denormal_flush", "nan_dropped")
 
@@ -162,7 +163,7 @@ class _Device:
     def to_float(self, x: _V) -> np.ndarray:
         return x.v if x.is_float else x.v.astype(self.T).astype(np.float64)
 
-    def arith(self, op: type, a: _V, b: _V) -> _V:
+    def arith(self, op: type[ast.operator], a: _V, b: _V) -> _V:
         if not (a.is_float or b.is_float):
             with np.errstate(all="ignore"):
                 return _V({ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply}[op](a.v, b.v), False)
@@ -237,6 +238,7 @@ _CMP = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np
 
 def _walk(node: ast.AST, d: _Device) -> _V:
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, (int, float))  # a formula's constants are numbers (checked at load: harness.spec.expr)
         if isinstance(node.value, float):
             return _V(np.full(d.n, np.float64(d.T(node.value))), True)
         return _V(np.full(d.n, float(node.value)), False)
@@ -271,8 +273,8 @@ def _walk(node: ast.AST, d: _Device) -> _V:
     if isinstance(node, ast.Call):
         name = node.func.id  # type: ignore[attr-defined]
         if name in ("type_min", "type_max", "is_type"):
-            args = [a.id if isinstance(a, ast.Name) else a.value for a in node.args]  # type: ignore[attr-defined]
-            return _V(np.full(d.n, float(FUNCTIONS[name][1](d.ctx, *args))), False)
+            literals = [a.id if isinstance(a, ast.Name) else a.value for a in node.args]  # type: ignore[attr-defined]
+            return _V(np.full(d.n, float(FUNCTIONS[name][1](d.ctx, *literals))), False)
         args = [_walk(a, d) for a in node.args]
         if name == "where":
             c, a, b = args
@@ -351,7 +353,11 @@ class WorstLegalBackend:
             return Unsupported(f"the worst legal device has no point rule for {exc}")
         if values is None:
             return self._exact(spec, case)
-        return Outputs(output_buffers(spec, case, {spec.formula.output: values, **others} if others else values))
+        outputs = {spec.formula.output: values}
+        for name, other in others.items():
+            assert other is not None  # the descriptor has a float tensor (`values`): every output has a formula value
+            outputs[name] = other
+        return Outputs(output_buffers(spec, case, outputs if others else values))
 
     def _family(self, spec: OperatorSpec, case: Case) -> RunResult:
         """An index-space operator: its family's exact computation (harness.reference.families) on
@@ -359,7 +365,8 @@ class WorstLegalBackend:
         liberty a comparison-only family leaves: D3D may flush fp32 denormal inputs), except where
         the formula moves raw bits (data movement must not alter data)."""
         from harness.reference.evaluate import family_inputs
-        from harness.reference.families import family_compute, family_device, flush_f32_denormals
+        from harness.reference.families import family_compute, family_device
+        from harness.reference.families.result import flush_f32_denormals
         assert spec.formula.family is not None
         inputs = family_inputs(spec, case.descriptor, case.inputs)
         if spec.formula.operands != "raw_bits":  # a copy of raw bits takes no liberty
@@ -388,6 +395,7 @@ class WorstLegalBackend:
         if not floats:
             return None
         choices = model.compute_in.get(max(floats, key=_WIDTH.__getitem__))
+        assert choices is not None  # the model names the compute types of every float type
         behaviour = behaviour_for(case.case_id + (self.beyond or ""), choices)
         out_desc = descriptor.tensors[spec.formula.output]
         assert out_desc is not None
@@ -447,7 +455,7 @@ class WorstLegalBackend:
             with np.errstate(all="ignore"):
                 return values.astype(_NUMPY[out_type]).reshape(shape)
         # toward zero; NaN gives 0 and values beyond the type saturate, as ftoi/ftou give
-        from harness.reference.evaluate import float_to_integer
+        from harness.reference.rounding import float_to_integer
         return float_to_integer(values, catalog.dtype(out_type).numpy).reshape(shape)
 
     def close(self) -> None:

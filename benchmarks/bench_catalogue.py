@@ -27,7 +27,7 @@ from harness.judge.diff import judge
 from harness.reference.evaluate import expected_for
 from harness.run.allocator import keep_freed_memory
 from harness.run.registry import load_backend
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 
 
 def _draw(strategy, examples: int) -> list:

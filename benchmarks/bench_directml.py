@@ -17,7 +17,7 @@ from backends.directml import DirectMLBackend  # noqa: E402
 from common import fresh  # noqa: E402
 from harness.generate.cases import case_from_arrays  # noqa: E402
 from harness.judge.diff import judge  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 from harness.generate.sweeps import sweep_case, sweeps  # noqa: E402
 
 SPECS = load_specs()

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backends.directml import DirectMLBackend  # noqa: E402
 from harness.generate.cases import case_from_arrays  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 
 SPECS = load_specs()
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from harness.generate.breakers import candidate_rules, invalid_cases, rule_reachable
 from harness.generate.strategies import valid_descriptors
 from harness.model.validator import validate
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 
 
 def _draw(strategy, examples: int) -> int:

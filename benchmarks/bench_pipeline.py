@@ -25,7 +25,7 @@ from harness.run.allocator import keep_freed_memory  # noqa: E402
 from harness.generate.cases import case_from_arrays  # noqa: E402
 from harness.run.case import run_case  # noqa: E402
 from harness.run.registry import load_backend  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 from harness.generate.strategies import valid_case_batches, valid_cases  # noqa: E402
 
 SPECS = load_specs()

@@ -20,7 +20,7 @@ from harness.judge.diff import judge  # noqa: E402
 from harness.model.backend import Outputs  # noqa: E402
 from harness.model.layout import pack_buffer  # noqa: E402
 from harness.reference.evaluate import expected_for  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 
 SPECS = load_specs()
 F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}

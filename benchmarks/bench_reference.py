@@ -19,7 +19,7 @@ from backends.numpy_reference import NumpyReferenceBackend  # noqa: E402
 from common import fresh  # noqa: E402
 from harness.run.allocator import keep_freed_memory  # noqa: E402
 from harness.generate.cases import case_from_arrays  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 
 SPECS = load_specs()
 REF = NumpyReferenceBackend(SPECS)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.report.html import generate_report  # noqa: E402
 from harness.report.matrix import build_matrix, write_matrix  # noqa: E402
 from harness.run.results import CaseRecord, ResultWriter, read_records  # noqa: E402
-from harness.spec.operator import load_specs  # noqa: E402
+from harness.spec.load import load_specs  # noqa: E402
 
 SPECS = load_specs()
 

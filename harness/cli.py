@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 from harness.run.allocator import keep_freed_memory
-from harness.spec.operator import DEFAULT_SPECS_DIR, SpecSet, lint_specs, load_specs, operator_files
+from harness.spec.lint import lint_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs, operator_files
+from harness.spec.model import SpecSet
 from harness.spec.show import render_spec
 from harness.spec.source import SpecError
 
@@ -113,10 +115,20 @@ def cmd_spec_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_spec_table(args: argparse.Namespace) -> int:
-    """The operator inventory by family, with how many ONNX Runtime maps (Markdown)."""
-    from backends.onnxruntime_backend import load_mappings
+    """The operator inventory by family, with how many ONNX Runtime maps (Markdown): the operators
+    the onnxruntime backend's capabilities name (found, like any backend, by its entry point)."""
+    from harness.run.registry import load_backend
     from harness.spec.inventory import inventory_markdown
-    print(inventory_markdown(_load(args), set(load_mappings())))
+    specs = _load(args)
+    try:
+        backend = load_backend("onnxruntime", specs=specs)
+    except ValueError as exc:  # an installation without the onnxruntime backend
+        raise UsageError(f"the ONNX Runtime column needs the onnxruntime backend: {exc}") from None
+    try:
+        mapped = set(backend.capabilities().operators or ())
+    finally:
+        backend.close()
+    print(inventory_markdown(specs, mapped))
     return EXIT_OK
 
 
@@ -358,26 +370,29 @@ def cmd_spec_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_directml(args: argparse.Namespace) -> int:
-    """`dmlconform directml pack OUT.tar.xz` / `unpack ARCHIVE DIR` (backends/directml/pack.py)."""
-    try:
-        from backends.directml.pack import run
-    except ImportError as exc:  # an installation without the DirectML backend
-        raise UsageError(f"the DirectML backend is not installed ({exc})") from None
-    return run(args)
+def add_backend_commands(sub: argparse._SubParsersAction) -> None:
+    """The subcommands backends declare in the dmlconform.commands entry points (harness/commands.py;
+    DirectML: `directml pack|unpack`). One that is documented but not installed, or whose entry
+    point does not load, stays a subcommand that says so: one line, exit 2."""
+    from harness.commands import subcommands
+    for name, register, why in subcommands():
+        if register is not None:
+            try:
+                register(sub)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a broken plugin makes its command unavailable, not the CLI
+                if name in sub.choices:
+                    continue
+                why = " ".join(f"unavailable: its register function failed: {type(exc).__name__}: {exc}".split())
+        unavailable = sub.add_parser(name, add_help=False, help=why)
+        unavailable.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        unavailable.set_defaults(func=_unavailable(why))
 
 
-def directml_arguments(parser: argparse.ArgumentParser) -> None:
-    """pack/unpack (defined here, so that building the parser imports no backend)."""
-    sub = parser.add_subparsers(dest="directml_command", required=True)
-    p = sub.add_parser("pack", help="write a relocatable archive of the set-up DirectML stack (Wine, Xvfb, libraries, prefix, runner, DLLs)")
-    p.add_argument("archive", help="output file, e.g. stack.tar.xz")
-    p.add_argument("--stack", default=None, help="the set-up stack to pack (default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
-    p.add_argument("--with-llvm", action="store_true", help="bundle lavapipe's LLVM too (about +40 MiB xz; for CPU-only targets without Debian 12's LLVM 15)")
-    p.add_argument("--xz-preset", type=int, default=6, choices=range(0, 10), metavar="0-9", help="xz compression preset (default 6)")
-    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR")
-    u.add_argument("archive")
-    u.add_argument("dir")
+def _unavailable(why: str):
+    def cmd_unavailable(args: argparse.Namespace) -> int:
+        raise UsageError(why)
+    return cmd_unavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -446,9 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
     run.set_defaults(func=cmd_run)
 
-    directml = sub.add_parser("directml", help="the portable DirectML stack: pack the set-up one into an archive, unpack one")
-    directml.set_defaults(func=cmd_directml)
-    directml_arguments(directml)
+    add_backend_commands(sub)  # directml (pack, unpack): declared by the DirectML backend
 
     reports_default = "reports"
     for name, func, text in [("matrix", cmd_matrix, "write the conformance matrix (HTML, Markdown, JSON) from a run's results"),

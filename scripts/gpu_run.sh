@@ -60,10 +60,13 @@ case " ${PYTEST_ADDOPTS:-} " in
        export PYTEST_ADDOPTS="-p harness.run.plugin ${PYTEST_ADDOPTS:-}"
      fi ;;
 esac
-# a bare checkout has no dmlconform.backends entry points either: name the built-in backends from pyproject.toml
+# a bare checkout has no dmlconform.backends (nor dmlconform.commands) entry points either: name the
+# built-in backends and backend commands (`directml pack|unpack`, harness.directml_dlls) from pyproject.toml
 if ! "$PY" -c 'import importlib.metadata as m, sys; sys.exit(0 if any(e.name == "numpy" for e in m.entry_points(group="dmlconform.backends")) else 1)' 2>/dev/null; then
   builtin=$("$PY" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print(",".join(f"{k}={v}" for k, v in d["project"]["entry-points"]["dmlconform.backends"].items()))')
   export DMLCONFORM_EXTRA_BACKENDS="$builtin${DMLCONFORM_EXTRA_BACKENDS:+,$DMLCONFORM_EXTRA_BACKENDS}"
+  commands=$("$PY" -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); print(",".join(f"{k}={v}" for k, v in d["project"]["entry-points"]["dmlconform.commands"].items()))')
+  export DMLCONFORM_EXTRA_COMMANDS="$commands${DMLCONFORM_EXTRA_COMMANDS:+,$DMLCONFORM_EXTRA_COMMANDS}"
 fi
 if [ "${1:-}" = python ]; then shift; set -- "$PY" "$@"; fi
 exec "$@"

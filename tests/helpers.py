@@ -15,7 +15,7 @@ import yaml
 
 from backends.numpy_reference import NumpyReferenceBackend
 from harness.generate.cases import case_from_arrays, output_values
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 
 SPECS_DIR = Path(os.environ.get("DMLCONFORM_TEST_SPECS_DIR") or DEFAULT_SPECS_DIR)
 SPECS = load_specs(SPECS_DIR)

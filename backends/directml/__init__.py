@@ -16,10 +16,13 @@ from typing import Any
 import numpy as np
 
 from harness.model.descriptor import Case
-from backends.directml.dlls import dll_file_version, known_versions, resolve
+# dlls.py (DLL versions, fetching) is imported where it is used, never here: `python -m
+# backends.directml.dlls` (scripts/setup_directml.sh) must not find itself imported by its package
+# before it runs (RuntimeWarning: found in sys.modules ... prior to execution)
 from harness.model.layout import total_bytes
 from harness.spec.fused import fused_choice
-from harness.spec.operator import SpecSet, load_specs
+from harness.spec.load import load_specs
+from harness.spec.model import SpecSet
 from harness.model.validator import case_verdict
 from harness.model.wellformed import CaseFormatError, check_case
 from harness.run.options import DIRECTML_TIMEOUT
@@ -88,6 +91,7 @@ class DirectMLBackend:
 
     def _config(self) -> RunnerConfig:
         if self._dll is None:
+            from backends.directml.dlls import resolve
             self._dll = resolve(self.dll_name, self.stack.dll_dir)
         return RunnerConfig(self.stack.runner, self._dll, self.adapter, self.warp, self.debug_layer,
                             stack=self.stack, vulkan=self.vulkan())
@@ -95,6 +99,7 @@ class DirectMLBackend:
     def available(self) -> tuple[bool, str]:
         if self._unavailable is not None:
             return False, self._unavailable
+        from backends.directml.dlls import known_versions
         known = next((v for v in known_versions() if self.dll_name in (v["wheel"], v["directml"])), None)
         if known is not None and not known.get("runnable", True):
             self._unavailable = f"DirectML {known['directml']} does not run here: {known.get('note', 'marked not runnable')} (backends/directml/versions.yaml)"
@@ -176,6 +181,8 @@ class DirectMLBackend:
         info = self.info()
         vulkan = self.vulkan()
         through = f" (Vulkan: {vulkan.kind}, {vulkan.icd})" if vulkan is not None else ""
+        from backends.directml.dlls import dll_file_version
+        assert self._dll is not None  # info() started the runner, whose config resolved the DLL
         return (f"DirectML {dll_file_version(self._dll)} ({self._dll}) on {info.get('adapter')}{through}, "
                 f"max FL {self.max_level()}, exec flags 0x{self.exec_flags:x}")
 
@@ -240,7 +247,8 @@ class DirectMLBackend:
         # items, then nothing): they get no entry and no binding
         names = [f.name for f in spec.tensor_fields if f.array_of is None or d.tensors.get(f.name) is not None]
         arrays = spec.tensor_arrays
-        tensors, buffers = [], []
+        tensors: list[dict[str, Any]] = []
+        buffers: list[bytes] = []
         for name in names:
             t = d.tensors.get(name)
             role = spec.field(name).role
@@ -256,7 +264,7 @@ class DirectMLBackend:
                 if role == "output" and name in d.aliases:
                     entry["alias"] = names.index(d.aliases[name])
             tensors.append(entry)
-        fields = []
+        fields: list[dict[str, object]] = []  # the struct's fields, as the runner's JSON reads them
         for f in spec.fields:
             if f.array_of is not None:  # the array's pointer once, at its first item: the present items, in order
                 if f.slot == 0:

@@ -13,8 +13,10 @@ import sys
 import numpy as np
 
 from harness.generate.cases import case_from_arrays, output_values
+from harness.model.backend import Outputs
 from harness.model.descriptor import Case
-from harness.spec.operator import OperatorSpec, SpecSet, load_specs
+from harness.spec.load import load_specs
+from harness.spec.model import OperatorSpec, SpecSet
 
 from backends.directml import DirectMLBackend
 
@@ -48,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if result.kind != "outputs":
         print(f"check: BIT_NOT did not run: {result}", file=sys.stderr)
         return 1
+    assert isinstance(result, Outputs)  # the only result of kind "outputs"
     got = output_values(spec, case, result.buffers)["OutputTensor"].tolist()
     print(f"check: {version}: BIT_NOT([[0,128],[42,255]]) = {got}")
     return 0 if got == EXPECTED else 1

@@ -35,6 +35,7 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from .stack import MANIFEST, WINE_LIB, Stack, default_stack_dir
 
@@ -58,6 +59,7 @@ HOST_PROVIDED = re.compile(r"^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|li
                            r"libgcc_s|libstdc\+\+)[.-]")
 LLVM_LIBRARIES = re.compile(r"^(libLLVM|libz3|libicu|libxml2)")
 XKB_DIR = Path("/usr/share/X11/xkb")
+XzPreset = Literal[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]  # xz's compression presets (--xz-preset's choices)
 BUILTIN_MARKER = b"Wine builtin DLL"
 
 
@@ -75,7 +77,7 @@ def trace_modules(stack: Stack, work: Path) -> set[str]:
     """The PE modules a run loads (lower-case file names), from WINEDEBUG=+loaddll while the check
     case runs on lavapipe in a copy of the set-up prefix (its own wineserver, so every boot process
     is started, and traced, afresh)."""
-    from harness.spec.operator import load_specs
+    from harness.spec.load import load_specs
 
     from . import DirectMLBackend
     from .check import bit_not_case
@@ -256,8 +258,10 @@ def build_tree(stack: Stack, out: Path, work: Path, with_llvm: bool = False) -> 
         _strip(wine / "x86_64-windows" / name)
     staged = {name: wine / "x86_64-windows" / name for name in modules}
     shutil.copytree(SYSTEM_WINE_LIB / "x86_64-unix", wine / "x86_64-unix", symlinks=True)
-    _copy(stack.wine_loader().resolve(), out / "usr/lib/wine/wine64")
-    _copy(stack.wineserver().resolve(), out / "usr/lib/wine/wineserver")
+    loader, server = stack.wine_loader(), stack.wineserver()
+    assert loader is not None and server is not None  # stack.missing() found both
+    _copy(loader.resolve(), out / "usr/lib/wine/wine64")
+    _copy(server.resolve(), out / "usr/lib/wine/wineserver")
     share = out / "usr/share/wine"
     for sub in ("nls", "fonts"):
         shutil.copytree(SYSTEM_WINE_SHARE / sub, share / sub) if (SYSTEM_WINE_SHARE / sub).is_dir() else (share / sub).mkdir(parents=True)
@@ -265,7 +269,9 @@ def build_tree(stack: Stack, out: Path, work: Path, with_llvm: bool = False) -> 
         _copy(SYSTEM_WINE_SHARE / "wine.inf", share / "wine.inf")
 
     _log("Xvfb, xkbcomp, xkb data")
-    xvfb, patched = patch_xvfb(Path(stack.xvfb()).read_bytes())
+    xvfb_binary = stack.xvfb()
+    assert xvfb_binary is not None  # stack.missing() found it
+    xvfb, patched = patch_xvfb(xvfb_binary.read_bytes())
     (out / "usr/bin").mkdir(parents=True)
     (out / "usr/bin/Xvfb").write_bytes(xvfb)
     os.chmod(out / "usr/bin/Xvfb", 0o755)
@@ -285,14 +291,14 @@ def build_tree(stack: Stack, out: Path, work: Path, with_llvm: bool = False) -> 
     _log("host libraries (ldd closure)")
     unix = wine / "x86_64-unix"
     wanted_unix = [unix / (Path(n).stem + ".so") for n in modules if (unix / (Path(n).stem + ".so")).exists()] + [unix / "ntdll.so"]
-    binaries = [out / "usr/lib/wine/wine64", out / "usr/lib/wine/wineserver", out / "usr/bin/xkbcomp", Path(stack.xvfb()),
+    binaries = [out / "usr/lib/wine/wine64", out / "usr/lib/wine/wineserver", out / "usr/bin/xkbcomp", xvfb_binary,
                 mesa_out / "libvulkan_lvp.so", *wanted_unix]
     binaries += [p for p in (_host_library(n) for n in DLOPENED) if p is not None]
     env = dict(os.environ, LD_LIBRARY_PATH=str(stack.mesa_lib))
     libraries = ldd_closure(binaries, env)
     for name in DLOPENED:
-        if name not in libraries and _host_library(name):
-            libraries[name] = _host_library(name)
+        if name not in libraries and (host := _host_library(name)) is not None:
+            libraries[name] = host
     left_out = sorted(n for n in libraries if LLVM_LIBRARIES.match(n)) if not with_llvm else []
     for soname, path in sorted(libraries.items()):
         if HOST_PROVIDED.match(soname) or soname in left_out or path.parent == stack.mesa_lib.resolve():
@@ -331,7 +337,7 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def pack(archive: Path, stack_dir: Path | None = None, with_llvm: bool = False, preset: int = 6) -> dict:
+def pack(archive: Path, stack_dir: Path | None = None, with_llvm: bool = False, preset: XzPreset = 6) -> dict:
     """Write the archive (tar + xz) of the set-up stack; returns the manifest (with the archive size)."""
     stack = Stack(Path(stack_dir or default_stack_dir()).resolve())
     archive = Path(archive).resolve()
@@ -374,8 +380,10 @@ def unpack(archive: Path, dest: Path) -> Path:
                 resolved = (dest / name.parent / target).resolve() if m.issym() else (dest / target).resolve()
                 if Path(target).is_absolute() or not resolved.is_relative_to(dest):
                     raise PackError(f"{archive}: link {m.name} -> {target} points outside {dest}")
-        kwargs = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
-        tf.extractall(dest, members=members, **kwargs)  # checked above
+        if hasattr(tarfile, "fully_trusted_filter"):  # Pythons with extraction filters: the members are checked above
+            tf.extractall(dest, members=members, filter="fully_trusted")
+        else:
+            tf.extractall(dest, members=members)  # checked above
     if not (dest / MANIFEST).is_file():
         raise PackError(f"{archive}: not a dmlconform DirectML stack (no {MANIFEST})")
     return dest
@@ -389,9 +397,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """pack/unpack's arguments: the command line's own definition (harness.cli), in one place."""
-    from harness.cli import directml_arguments
-    directml_arguments(parser)
+    """pack/unpack's arguments, in one place: for `python -m backends.directml.pack` and for the
+    `dmlconform directml` subcommand (cli.py registers it through the dmlconform.commands entry points)."""
+    sub = parser.add_subparsers(dest="directml_command", required=True)
+    p = sub.add_parser("pack", help="write a relocatable archive of the set-up DirectML stack (Wine, Xvfb, libraries, prefix, runner, DLLs)")
+    p.add_argument("archive", help="output file, e.g. stack.tar.xz")
+    p.add_argument("--stack", default=None, help="the set-up stack to pack (default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
+    p.add_argument("--with-llvm", action="store_true", help="bundle lavapipe's LLVM too (about +40 MiB xz; for CPU-only targets without Debian 12's LLVM 15)")
+    p.add_argument("--xz-preset", type=int, default=6, choices=range(0, 10), metavar="0-9", help="xz compression preset (default 6)")
+    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR")
+    u.add_argument("archive")
+    u.add_argument("dir")
 
 
 def run(args: argparse.Namespace) -> int:

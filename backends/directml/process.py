@@ -72,7 +72,7 @@ def to_windows_path(path: Path) -> str:
 class RunnerProcess:
     def __init__(self, config: RunnerConfig) -> None:
         self.config = config
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._frames: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self.starts = 0
@@ -110,9 +110,11 @@ class RunnerProcess:
             env = None if sys.platform == "win32" else self._wine_session()
         except (OSError, RuntimeError) as exc:
             raise RunnerDied(f"the Wine session did not start: {exc}") from None
-        kwargs = {"start_new_session": True} if sys.platform != "win32" else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        new_session, creationflags = True, 0  # the runner in its own process group (0: the default, POSIX's only value)
+        if sys.platform == "win32":
+            new_session, creationflags = False, subprocess.CREATE_NEW_PROCESS_GROUP
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, **kwargs)
+                                     env=env, start_new_session=new_session, creationflags=creationflags)
         self.starts += 1
         threading.Thread(target=self._read_frames, args=(self.proc, self._frames), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
@@ -138,7 +140,8 @@ class RunnerProcess:
         except subprocess.TimeoutExpired:
             pass
         try:
-            proc.stdin.close()  # type: ignore[union-attr]
+            if proc.stdin is not None:  # always a pipe (start)
+                proc.stdin.close()
         except OSError:
             pass
         # stdout and stderr belong to their reader threads, which close them at EOF: closing a
@@ -170,7 +173,7 @@ class RunnerProcess:
             data += chunk
         return data
 
-    def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
+    def _read_frames(self, proc: subprocess.Popen[bytes], frames: queue.Queue) -> None:
         try:
             while True:
                 magic, jlen, nbuf = struct.unpack("<III", self._read_exact(proc.stdout, 12))
@@ -188,11 +191,13 @@ class RunnerProcess:
         finally:
             self._close_quietly(proc.stdout)
 
-    def _read_stderr(self, proc: subprocess.Popen) -> None:
+    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+        stderr = proc.stderr
+        assert stderr is not None  # always a pipe (start)
         try:
             log = open(self.config.stderr_log, "ab") if self.config.stderr_log else None
             try:
-                for raw in iter(proc.stderr.readline, b""):
+                for raw in iter(stderr.readline, b""):
                     self._stderr.append(raw.decode("utf-8", "replace").rstrip())
                     if log is not None:
                         log.write(raw)
@@ -237,9 +242,10 @@ class RunnerProcess:
         frame = [struct.pack("<III", MAGIC, len(body), len(buffers)), body]
         for b in buffers:
             frame += [struct.pack("<I", len(b)), b]
+        assert self.proc is not None and self.proc.stdin is not None  # alive; stdin is always a pipe (start)
         try:
-            self.proc.stdin.write(b"".join(frame))  # type: ignore[union-attr]
-            self.proc.stdin.flush()  # type: ignore[union-attr]
+            self.proc.stdin.write(b"".join(frame))
+            self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             words = self.last_words()
             self.stop()

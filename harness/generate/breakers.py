@@ -14,7 +14,7 @@ from hypothesis import reject, strategies as st
 from harness.model.wellformed import CaseFormatError, check_union
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import element_count, minimum_bytes, pack_nibbles, packed_strides, total_bytes
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 from harness.model.validator import GENERIC_RULES
 from harness.generate.values import random_values
 from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for, shape_group
@@ -50,6 +50,13 @@ def _present(d: Descriptor) -> list[str]:
     return [n for n, t in d.tensors.items() if t is not None]
 
 
+def _tensor(d: Descriptor, name: str) -> TensorDesc:
+    """The tensor `name`, which the caller knows is present (one of `_present(d)`)."""
+    t = d.tensors[name]
+    assert t is not None, name
+    return t
+
+
 def _break_unavailable(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     """The device (at `level`) predates the operator; the descriptor is valid at the introduction."""
     if spec.available_at(level):
@@ -69,6 +76,7 @@ def _break_enum_value(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descri
     if not enums:
         return None
     f = draw(st.sampled_from(enums))
+    assert f.enum is not None
     value = draw(st.sampled_from([max(f.enum.values()) + 1, 0xFFFFFFFF]))
     d.attributes[f.name] = float(value)
     return d, level
@@ -76,6 +84,7 @@ def _break_enum_value(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descri
 
 def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     table = spec.table_at(level, d.attributes)
+    assert table is not None
     required = [n for n in _present(d) if not table.tensors[n].optional]
     name = draw(st.sampled_from(required))
     dropped = [name]
@@ -92,10 +101,11 @@ def _break_missing(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descripto
 def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     catalog = spec.catalog
     table = spec.table_at(level, d.attributes)  # the table of the descriptor's variant group
+    assert table is not None
     member = member_of(spec, d.attributes)
     names = [n for n in _present(d)]
-    current = {n: (t.data_type if t else None) for n, t in d.tensors.items()}
-    candidates = []
+    current: dict[str, str | None] = {n: (t.data_type if t else None) for n, t in d.tensors.items()}
+    candidates: list[dict[str, str | None]] = []
     for name in names:
         for t in catalog.data_types:
             if t in table.tensors[name].types:
@@ -116,12 +126,13 @@ def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
             candidates.append(trial)
     if not candidates:
         return None
-    trial = draw(st.sampled_from(candidates))
-    for n, t in trial.items():
-        if t is not None and d.tensors[n] is not None:
-            d.tensors[n].data_type = t
-            d.tensors[n].alignment = 0
-            reset_layout(d.tensors[n])
+    chosen = draw(st.sampled_from(candidates))
+    for n, data_type in chosen.items():
+        tensor = d.tensors[n]
+        if data_type is not None and tensor is not None:
+            tensor.data_type = data_type
+            tensor.alignment = 0
+            reset_layout(tensor)
     return d, level
 
 
@@ -136,7 +147,7 @@ def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: D
 
 
 def _break_sizes_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
-    group_tensor = d.tensors[_present(d)[0]]
+    group_tensor = _tensor(d, _present(d)[0])
     count = group_tensor.dim_count
     _set_group_sizes(spec, d, list(group_tensor.sizes) + [1], dimension_count=count)
     return d, level
@@ -144,7 +155,7 @@ def _break_sizes_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Desc
 
 def _break_strides_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
-    t = d.tensors[name]
+    t = _tensor(d, name)
     n = t.dim_count
     t.strides = packed_strides(t.sizes) + [1] if draw(st.booleans()) or n == 1 else packed_strides(t.sizes)[1:]
     _drop_aliases(d, name)
@@ -152,7 +163,7 @@ def _break_strides_length(draw: st.DrawFn, spec: OperatorSpec, level: str, d: De
 
 
 def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
-    sizes = list(d.tensors[_present(d)[0]].sizes)
+    sizes = list(_tensor(d, _present(d)[0]).sizes)
     sizes[draw(st.integers(0, len(sizes) - 1))] = 0
     _set_group_sizes(spec, d, sizes, dimension_count=None)
     return d, level
@@ -160,7 +171,7 @@ def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
     lo, hi = dim_range(spec, level, _present(d), member_of(spec, d.attributes))
-    rank = d.tensors[_present(d)[0]].dim_count
+    rank = _tensor(d, _present(d)[0]).dim_count
     n = rank if lo <= rank <= hi and rank >= 2 else max(lo, 2)  # the same rank keeps array attributes in range
     if n > hi:
         return None  # one UINT32 size cannot exceed 2^32-1 elements
@@ -171,36 +182,36 @@ def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descript
 def _break_total_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
     partners = {name} | {o for o, i in d.aliases.items() if i == name} | {i for o, i in d.aliases.items() if o == name}
-    t = d.tensors[name]
+    t = _tensor(d, name)
     need = minimum_bytes(t, spec.catalog.dtype(t.data_type))
     too_small = need - draw(st.sampled_from([1, 4]))
     for p in partners:  # aliased tensors keep identical layouts
-        d.tensors[p].total_bytes = too_small
+        _tensor(d, p).total_bytes = too_small
     return d, level
 
 
 def _break_alignment(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
-    d.tensors[name].alignment = draw(st.sampled_from([1, 4, 8, 12, 24]))
+    _tensor(d, name).alignment = draw(st.sampled_from([1, 4, 8, 12, 24]))
     return d, level
 
 
 def _break_flags(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     name = draw(st.sampled_from(_present(d)))
-    d.tensors[name].flags = draw(st.sampled_from([0x2, 0x4, 0x80000000]))
+    _tensor(d, name).flags = draw(st.sampled_from([0x2, 0x4, 0x80000000]))
     return d, level
 
 
 def _break_output_overlap(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str]:
     out = spec.formula.output
-    t = d.tensors[out]
+    t = _tensor(d, out)
     if all(s == 1 for s in t.sizes):
         if out in {c.tensors[0] for c in spec.shape_rules}:
             reject()  # the spec derives a single-element output here (a full reduction, a 1-element window): no overlap possible
         sizes = list(t.sizes)
         sizes[-1] = 2
         _set_group_sizes(spec, d, sizes)
-    t = d.tensors[out]
+    t = _tensor(d, out)
     strides = packed_strides(t.sizes)
     axis = draw(st.sampled_from([i for i, s in enumerate(t.sizes) if s > 1]))
     strides[axis] = 0
@@ -248,7 +259,7 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
         if c.rule == "same_shape":
             names = [n for n in c.tensors if d.tensors.get(n) is not None]
             name = draw(st.sampled_from(names))
-            t = d.tensors[name]
+            t = _tensor(d, name)
             t.sizes = list(t.sizes[:-1]) + [t.sizes[-1] + 1]
             reset_layout(t)
             _drop_aliases(d, name)
@@ -260,17 +271,18 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
         # tensor may break a rule of its own (an array's item count tied to an attribute)
         same = [o for o in options if all((t is None) == (d.tensors.get(n) is None) for n, t in o.items())]
         types = draw(st.sampled_from(same or options))
-        for n, t in types.items():
-            if t is None:
+        for n, data_type in types.items():
+            if data_type is None:
                 d.tensors[n] = None
                 _drop_aliases(d, n)
             else:
-                if d.tensors.get(n) is None:
+                tensor = d.tensors.get(n)
+                if tensor is None:
                     ref = next(x for x in d.tensors.values() if x is not None)
-                    d.tensors[n] = TensorDesc(t, list(ref.sizes), dimension_count=ref.dimension_count)
-                d.tensors[n].data_type = t
-                d.tensors[n].alignment = 0
-                reset_layout(d.tensors[n])
+                    tensor = d.tensors[n] = TensorDesc(data_type, list(ref.sizes), dimension_count=ref.dimension_count)
+                tensor.data_type = data_type
+                tensor.alignment = 0
+                reset_layout(tensor)
                 _drop_aliases(d, n)
         return d, level
     return breaker
@@ -340,7 +352,8 @@ def _member_class(spec: OperatorSpec, member: str | None) -> tuple:
     if any(not c.is_type_rule for c in readers):
         return (member,)
     names = names_for(spec, member)
-    return (spec.group_of(member),) + tuple(bool(c.guard.evaluate(names, {})) for c in readers if c.guard is not None)
+    assert names is not None  # a variant key: the member's attributes
+    return (spec.group_of(member), *(bool(c.guard.evaluate(names, {})) for c in readers if c.guard is not None))
 
 
 def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None) -> bool:
@@ -439,7 +452,8 @@ def _keep_shapes_derived(spec: OperatorSpec, d: Descriptor, level: str, rule: st
     # size kept from the old sizes may break a rule over the new ones (a broadcast mean of width 1
     # beside an input whose width the breaker grew, where Spatial FALSE forbids it): its first value
     for fresh_arrays, fresh_sizes in ((False, False), (True, False), (False, True), (True, True)):
-        for keep in [set()] + [{name} for name in d.tensors]:
+        keeps: list[set[str]] = [set()] + [{name} for name in d.tensors]
+        for keep in keeps:
             candidate = copy.deepcopy(d)
             if fresh_arrays:
                 candidate.attributes.update(first_array_values(spec, candidate))

@@ -7,7 +7,7 @@ import numpy as np
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.layout import pack_buffer, read_tensor
-from harness.spec.operator import Example, OperatorSpec
+from harness.spec.model import Example, OperatorSpec
 
 
 def case_from_arrays(spec: OperatorSpec, level: str, types: dict[str, str], values: dict[str, np.ndarray],

@@ -16,7 +16,7 @@ from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
 from harness.model.layout import pack_nibbles, packed_strides, total_bytes
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 from harness.generate.values import random_values
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig
 
@@ -185,6 +185,7 @@ def ranged_values(values: np.ndarray, dtype: DataType, low: int, high: int) -> n
     if dtype.is_float:
         with np.errstate(invalid="ignore"):
             return np.clip(values, low, high).astype(values.dtype)
+    assert dtype.min is not None and dtype.max is not None  # an integer type: the catalog requires its range
     low, high = max(low, int(dtype.min)), min(high, int(dtype.max))
     if low > high:
         return values
@@ -202,7 +203,11 @@ def just_outside(dtype: DataType, low: int, high: int) -> list[int]:
     for v in (high + 1, low - 1):
         if not dtype.is_float and dtype.kind == "unsigned" and v < 0:
             v += 1 << dtype.bits
-        if dtype.is_float or int(dtype.min) <= v <= int(dtype.max):
+        if dtype.is_float:
+            out.append(v)
+            continue
+        assert dtype.min is not None and dtype.max is not None  # an integer type: the catalog requires its range
+        if int(dtype.min) <= v <= int(dtype.max):
             out.append(v)
     return out
 

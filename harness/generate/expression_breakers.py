@@ -20,21 +20,21 @@ from hypothesis import strategies as st
 
 from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 from harness.generate.layouts import reset_layout
 from harness.generate.strategies import dependent_values, derive_sizes, domain_reads
 from harness.spec.shape_expr import is_free
 from harness.generate.types import coverage_plan
 
 UINT32_MAX = 2**32 - 1
-Mutation = tuple[str, Callable[[Descriptor], None]]
+Mutation = tuple[str, Callable[[Descriptor], object]]  # what a mutation's function returns is not used
 
 
 def _kept_free_size(old: int | None, entry: object) -> int:
     """The size a `free` position keeps (1 where the rank changed: there is none to keep); a
     `free_in(values)` one keeps it where the values hold it, else takes their first (the spec lists
     its safest value first: the full size of a tensor that may broadcast, not its 1)."""
-    values = getattr(entry, "values", None)
+    values: tuple[int, ...] | None = getattr(entry, "values", None)  # a `free_in` entry's (ints), None for `free`
     if not values:
         return 1 if old is None else old
     return old if old in values else values[0]
@@ -70,20 +70,35 @@ def _array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
             continue
         values = list(d.attributes.get(f.name, []))
         top = UINT32_MAX if f.element == "UINT" else 2**31 - 1
-        group = next((c.count_of for c in spec.attribute_fields if c.is_count and f.name in (c.count_of or ())), (f.name,))
+        group = next((c.count_of for c in spec.attribute_fields if c.is_count and c.count_of is not None and f.name in c.count_of),
+                     (f.name,))
         for v in (0, rank, rank + 1, 8, top):
             for i in range(len(values)):
-                yield f"{f.name}[{i}] = {v}", lambda x, n=f.name, i=i, v=v: x.attributes[n].__setitem__(i, v)
+                def set_item(x: Descriptor, n: str = f.name, i: int = i, v: int = v) -> None:
+                    x.attributes[n].__setitem__(i, v)
+                yield f"{f.name}[{i}] = {v}", set_item
             if len(group) == 1:
-                yield f"{f.name} += [{v}]", lambda x, n=f.name, v=v: x.attributes[n].append(v)
+                def append(x: Descriptor, n: str = f.name, v: int = v) -> None:
+                    x.attributes[n].append(v)
+                yield f"{f.name} += [{v}]", append
         if values and len(group) == 1:  # an array with a count of its own: one more or fewer item
-            yield f"{f.name} repeats {values[0]}", lambda x, n=f.name: x.attributes[n].append(x.attributes[n][0])
-            yield f"{f.name} = []", lambda x, n=f.name: x.attributes.__setitem__(n, [])
+            def repeat_first(x: Descriptor, n: str = f.name) -> None:
+                x.attributes[n].append(x.attributes[n][0])
+            def empty(x: Descriptor, n: str = f.name) -> None:
+                x.attributes.__setitem__(n, [])
+            yield f"{f.name} repeats {values[0]}", repeat_first
+            yield f"{f.name} = []", empty
         elif values and f.name == group[0]:  # arrays sharing a count change length together
-            yield f"{', '.join(group)} drop their last item", lambda x, g=group: [x.attributes[n].pop() for n in g]
-            yield f"{', '.join(group)} repeat their last item", lambda x, g=group: [x.attributes[n].append(x.attributes[n][-1]) for n in g]
+            def drop_last(x: Descriptor, g: tuple[str, ...] = group) -> list[Any]:
+                return [x.attributes[n].pop() for n in g]
+            def repeat_last(x: Descriptor, g: tuple[str, ...] = group) -> list[None]:
+                return [x.attributes[n].append(x.attributes[n][-1]) for n in g]
+            yield f"{', '.join(group)} drop their last item", drop_last
+            yield f"{', '.join(group)} repeat their last item", repeat_last
             if f.element == "INT":
-                yield f"{f.name}[0] = -1", lambda x, n=f.name: x.attributes[n].__setitem__(0, -1)
+                def set_first(x: Descriptor, n: str = f.name) -> None:
+                    x.attributes[n].__setitem__(0, -1)
+                yield f"{f.name}[0] = -1", set_first
 
 
 def _scalar_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
@@ -93,19 +108,25 @@ def _scalar_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
         if f.c_type in ("UINT", "INT") and not f.is_count and f.enum is None:
             current = int(d.attributes.get(f.name, 0))
             for v in (0, 1, current + 1, rank, rank + 1, 2**31 - 1) + ((UINT32_MAX,) if f.c_type == "UINT" else (-1, -(2**31))):
-                yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, float(v))
+                def set_int(x: Descriptor, n: str = f.name, v: int = v) -> None:
+                    x.attributes.__setitem__(n, float(v))
+                yield f"{f.name} = {v}", set_int
         elif f.c_type == "FLOAT" and f.struct is None:  # a float rule (a bound, a minimum steepness)
-            for v in (0.0, -1.0, 0.5, 0.9999999403953552, 1.0, float("nan"), float("-inf"), float("inf")):
-                yield f"{f.name} = {v}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, v)
+            for fv in (0.0, -1.0, 0.5, 0.9999999403953552, 1.0, float("nan"), float("-inf"), float("inf")):
+                def set_float(x: Descriptor, n: str = f.name, v: float = fv) -> None:
+                    x.attributes.__setitem__(n, v)
+                yield f"{f.name} = {fv}", set_float
         elif f.enum is not None:  # another member (a value outside them is attribute.enum_value's)
-            current = d.attributes.get(f.name, f.default)
-            for member, v in f.enum.items():
-                if v != current:
-                    yield f"{f.name} = {member}", lambda x, n=f.name, v=v: x.attributes.__setitem__(n, float(v))
+            current_value = d.attributes.get(f.name, f.default)
+            for member, ev in f.enum.items():
+                if ev != current_value:
+                    def set_member(x: Descriptor, n: str = f.name, v: int = ev) -> None:
+                        x.attributes.__setitem__(n, float(v))
+                    yield f"{f.name} = {member}", set_member
 
 
 def _size_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
-    def edit(name: str, change: Callable[[TensorDesc], None]) -> Callable[[Descriptor], None]:
+    def edit(name: str, change: Callable[[TensorDesc], object]) -> Callable[[Descriptor], None]:
         def apply(x: Descriptor) -> None:
             t = x.tensors[name]
             assert t is not None
@@ -117,9 +138,13 @@ def _size_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
         if t is None:
             continue
         for i in range(len(t.sizes)):
-            yield f"{name}.Sizes[{i}] += 1", edit(name, lambda t, i=i: t.sizes.__setitem__(i, t.sizes[i] + 1))
+            def grow(t: TensorDesc, i: int = i) -> None:
+                t.sizes.__setitem__(i, t.sizes[i] + 1)
+            yield f"{name}.Sizes[{i}] += 1", edit(name, grow)
             if t.sizes[i] > 1:
-                yield f"{name}.Sizes[{i}] = 1", edit(name, lambda t, i=i: t.sizes.__setitem__(i, 1))
+                def to_one(t: TensorDesc, i: int = i) -> None:
+                    t.sizes.__setitem__(i, 1)
+                yield f"{name}.Sizes[{i}] = 1", edit(name, to_one)
         if len(t.sizes) > 1:
             yield f"{name} drops its last dimension", edit(name, lambda t: t.sizes.pop())
         yield f"{name} gains a leading 1", edit(name, lambda t: t.sizes.insert(0, 1))
@@ -244,7 +269,7 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
             tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
         # the default attributes, else each member of an enum field in turn (a default of 0 may be
         # a member no valid descriptor has: QuantizationType NONE)
-        choices = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
+        choices: list[dict[str, int]] = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
                           for v in f.enum.values()]
         for choice in choices:
             d = Descriptor(spec.name, {n: None if t is None else replace(t, sizes=list(t.sizes)) for n, t in tensors.items()},

@@ -5,7 +5,7 @@ harness.generate.data, attributes at their defaults or from the spec's pools.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 from functools import lru_cache
 from math import prod
 
@@ -16,7 +16,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import expression_scope, level_guarded
 from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
-from harness.spec.operator import OperatorSpec, enum_members
+from harness.spec.model import AttributePool, OperatorSpec, enum_members
 from harness.spec.shape_expr import is_free
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
@@ -116,9 +116,11 @@ def union_value_strategy(dtype: DataType) -> st.SearchStrategy[float]:
     the type holds exactly."""
     if dtype.is_float:
         info = np.finfo(dtype.numpy)
-        width = {16: 16, 32: 32}.get(dtype.bits, 64)
+        widths: dict[int, Literal[16, 32, 64]] = {16: 16, 32: 32}
+        width = widths.get(dtype.bits, 64)
         specials = [0.0, -0.0, 1.5, -2.0, float(info.max), -float(info.max), float(info.smallest_subnormal), np.inf, -np.inf, np.nan]
         return st.one_of(st.sampled_from(specials), st.floats(width=width, allow_nan=False))
+    assert dtype.min is not None and dtype.max is not None  # an integer type: the catalog requires its range
     low, high = int(dtype.min), int(dtype.max)
     return st.one_of(st.sampled_from(sorted({low, high, 0, 1, max(low, -1)})), st.integers(low, high))
 
@@ -137,7 +139,7 @@ def _union_values(draw: st.DrawFn, spec: OperatorSpec, attributes: dict[str, Any
 
 @st.composite
 def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type: str | None = None,
-                      config: GenConfig = DEFAULT_CONFIG, cell: PlanCell | None = None,
+                      config: GenConfig = DEFAULT_CONFIG, cell: PlanCell | tuple[dict[str, str | None], int] | None = None,
                       members: tuple[str, ...] | None = None, present: frozenset[str] = frozenset()) -> Descriptor:
     """A descriptor valid for `spec` at `level`; `data_type` fixes the primary input's type and
     `cell` (from coverage_plan) fixes every tensor's type, the dimension count and the variant
@@ -172,6 +174,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), skip=late)))
     for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
         t = types[name]
+        assert t is not None  # the derivation order holds present tensors only
         sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
         if any(is_free(s) for s in sizes):  # its own dimensions: drawn within what the fixed ones leave of the budget
             budget = max(1, config.max_elements // max(1, prod(s for s in sizes if not is_free(s))))
@@ -306,9 +309,12 @@ def _dependent_order(spec: OperatorSpec) -> tuple:
     return tuple(order)
 
 
-def domain_reads(pool: dict) -> set[str]:
+_DOMAIN_KEYS: tuple[Literal["subset_of", "length", "each", "one_of"], ...] = ("subset_of", "length", "each", "one_of")
+
+
+def domain_reads(pool: AttributePool) -> set[str]:
     """The names a field's domain expressions read."""
-    return set().union(*(expr.names() for key, expr in pool.items() if key in ("subset_of", "length", "each", "one_of")))
+    return set().union(*(pool[key].names() for key in _DOMAIN_KEYS if key in pool))
 
 
 def _free_size(draw: st.DrawFn, entry: Any, most: int) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 from harness.generate.cases import case_from_arrays
 from harness.generate.expression_breakers import first_array_values
 from harness.model.descriptor import Case
-from harness.spec.operator import OperatorSpec, SpecSet
+from harness.spec.model import OperatorSpec, SpecSet
 from harness.generate.types import valid_type_assignments
 from harness.generate.values import all_values
 
@@ -67,7 +67,7 @@ def group_members(spec: OperatorSpec, level: str) -> list[str | None]:
     if spec.variant_key is None:
         return [None] if spec.has_table_at(level) else []
     default = spec.variant_member({})
-    out = []
+    out: list[str | None] = []
     for table in spec.tables_at(level):
         assert table.variant is not None
         out.append(default if default in table.variant else table.variant[0])
@@ -105,9 +105,9 @@ def _sweeps_of(specs: SpecSet, spec: OperatorSpec, level: str, member: str | Non
     pairs: dict[str, set[str]] = {}
     for types in valid_type_assignments(spec, level, member):
         first = types[sources[0]]
-        if first is not None and types[target] is not None and all(types[s] == first for s in sources):
-            pairs.setdefault(first, set()).add(types[target])
-    out = []
+        if first is not None and (output := types[target]) is not None and all(types[s] == first for s in sources):
+            pairs.setdefault(first, set()).add(output)
+    out: list[Sweep] = []
     widths = (8, 16) if len(sources) == 1 else (8,)  # a binary 16-bit sweep would be 2^32 pairs
     for name in sorted(pairs, key=enum):
         dtype = specs.catalog.dtype(name)

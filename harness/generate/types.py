@@ -9,11 +9,12 @@ tables of a spec without a variant key.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from harness.model.facts import attribute_names, level_facts, level_guarded
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 class PlanCell(NamedTuple):
@@ -146,7 +147,7 @@ def primary_input(spec: OperatorSpec) -> str:
     return next(iter(spec.formula.inputs.values()), spec.formula.output)
 
 
-def primary_type(spec: OperatorSpec, types: dict[str, str | None]) -> str | None:
+def primary_type(spec: OperatorSpec, types: Mapping[str, str | None]) -> str | None:
     """The data type that names a case of these per-tensor `types`: the primary input's, or the
     output's where the primary input is an absent optional tensor."""
     return types.get(primary_input(spec)) or types.get(spec.formula.output)
@@ -186,7 +187,7 @@ def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None, 
 
 
 def _build_plan(spec: OperatorSpec, level: str, data_type: str | None, member: str | None) -> list[PlanCell]:
-    plan = []
+    plan: list[PlanCell] = []
     group = shape_group(spec)
     for types in valid_type_assignments(spec, level, member):
         if data_type is not None and primary_type(spec, types) != data_type:

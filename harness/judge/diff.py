@@ -14,12 +14,12 @@ from typing import Callable
 import numpy as np
 
 from harness.judge.status import FAILURES, Status, severity
-from harness.model.backend import RunResult
+from harness.model.backend import Crashed, Outputs, Rejected, RunResult, Unsupported
 from harness.model.descriptor import Case
 from harness.model.layout import elements_bytes, read_tensor, span_elements
 from harness.reference.evaluate import Expected, expected_for
 from harness.spec.catalog import DataType
-from harness.spec.operator import Comparison, OperatorSpec
+from harness.spec.model import Comparison, OperatorSpec
 from harness.model.validator import case_verdict
 
 PASS, MISMATCH, UNSPECIFIED = Status.PASS, Status.MISMATCH, Status.UNSPECIFIED
@@ -41,7 +41,7 @@ class ElementReport:
 
 @dataclass
 class DiffResult:
-    status: str
+    status: Status
     summary: str
     output: str | None = None
     data_type: str | None = None
@@ -110,11 +110,15 @@ def ordered_key(values: np.ndarray) -> np.ndarray:
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|key(a) - key(b)| as Python-safe int64 (float64 keys may overflow: clipped)."""
+    """|key(a) - key(b)| as Python-safe int64 (float64 keys may overflow: clipped).
+
+    The difference is taken in uint64, where it is exact (it is below 2^64), then clipped to
+    int64's maximum: in int64, float64 keys of opposite signs wrapped around (2.0 against -2.0
+    gave -2^63, within any max_ulp)."""
     ka, kb = ordered_key(a), ordered_key(b)
     with np.errstate(over="ignore"):
-        diff = ka - kb
-    return np.abs(diff)
+        diff = np.maximum(ka, kb).astype(np.uint64) - np.minimum(ka, kb).astype(np.uint64)
+    return np.minimum(diff, np.uint64(np.iinfo(np.int64).max)).astype(np.int64)
 
 
 def _bits(values: np.ndarray) -> np.ndarray:
@@ -202,7 +206,7 @@ def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | Non
 
 def _settle_differences(comparison: Comparison, expected: Expected, name: str, out_type: DataType,
                         want: np.ndarray, got: np.ndarray,
-                        index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                        index: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
     """Masks over `index` (legal, ties, unspecified, bad) and the liberty tags of the legal ones:
     the spec's comparison first, then the precision model, then rounding ties, then the
     unspecified regions (exact, or reached through a liberty)."""
@@ -385,16 +389,22 @@ def judge(spec: OperatorSpec, case: Case, run_result: RunResult, backend_validat
     kind = run_result.kind
     level = device_level or case.feature_level
     verdict = case_verdict(spec, case, level)
+    # `kind` says which of RunResult's shapes this is; an Outputs has no reason, the others no buffers
     if kind == "crashed":
+        assert not isinstance(run_result, Outputs)
         return DiffResult(CRASHED, run_result.reason)
     if kind == "unsupported":
+        assert not isinstance(run_result, Outputs)
         return DiffResult(UNSUPPORTED, run_result.reason)
     if not verdict.accepted:
         if kind == "rejected":
+            assert not isinstance(run_result, Outputs)
             return DiffResult(REJECTED_INVALID, f"rejected as expected ({', '.join(sorted(verdict.rule_ids))}): {run_result.reason}")
         if not backend_validates:
             return DiffResult(UNSUPPORTED, "the backend does not validate DirectML descriptors; invalid case not applicable")
         return DiffResult(ACCEPTED_INVALID, f"accepted a descriptor that breaks {verdict.summary()}")
     if kind == "rejected":
+        assert not isinstance(run_result, Outputs)
         return DiffResult(REJECTED_VALID, f"rejected a descriptor valid at FL {level}: {run_result.reason}")
+    assert not isinstance(run_result, (Rejected, Unsupported, Crashed))
     return compare_outputs(spec, case, run_result.buffers)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from harness.model.descriptor import Case, Descriptor
     from harness.spec.expr import EvalContext
-    from harness.spec.operator import OperatorSpec
+    from harness.spec.model import OperatorSpec
     from harness.reference.evaluate import Expected
-    from harness.spec.operator import SpecSet
+    from harness.spec.model import SpecSet
 
 import dataclasses
 from dataclasses import dataclass, field

@@ -23,7 +23,7 @@ from typing import Any
 import xxhash
 import yaml
 
-from harness.model.wellformed import CaseFormatError, is_integer, short
+from harness.model.caseformat import CaseFormatError, is_integer, short
 
 CASE_FORMAT_VERSION = 1
 MAX_CASE_FILE_BYTES = 256 << 20  # the largest case file read: an input of 2^24 FLOAT64 elements is 171 MiB of base64

@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.spec.catalog import Catalog
-from harness.spec.operator import FEATURE_LEVEL_NAME, OperatorSpec, enum_members, level_constant, level_names
+from harness.spec.model import FEATURE_LEVEL_NAME, OperatorSpec, enum_members, level_constant, level_names
 from harness.spec.shape_expr import TensorFacts
 
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from harness.spec.catalog import DataType
 
-if TYPE_CHECKING:  # annotations only: harness.model.wellformed (imported by descriptor) uses this module
+if TYPE_CHECKING:  # annotations only: nothing of them is needed at run time
     from harness.model.descriptor import Case, TensorDesc
-    from harness.spec.operator import OperatorSpec
+    from harness.spec.model import OperatorSpec
 
 MAX_ELEMENTS = 2**32 - 1
 

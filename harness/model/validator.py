@@ -13,7 +13,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, expression_scope, level_facts, level_guarded
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
-from harness.spec.operator import OperatorSpec, SpecSet
+from harness.spec.model import OperatorSpec, SpecSet
 from harness.spec.shape_expr import is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
@@ -146,9 +146,10 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str
         if c.guard is not None and not c.guard.evaluate(names, tensors):
             continue
         if c.rule == "expression":
-            holds = c.check.evaluate(names, tensors) if c.check is not None else True
-            if holds is not None and not holds:
-                out.append(Violation(c.rule_id, None, f"{c.text} ({c.check.text} does not hold)"))
+            if c.check is not None:  # no check: the rule holds
+                holds = c.check.evaluate(names, tensors)
+                if holds is not None and not holds:
+                    out.append(Violation(c.rule_id, None, f"{c.text} ({c.check.text} does not hold)"))
             continue
         tensor = c.tensors[0]
         desc = descriptor.tensors.get(tensor)
@@ -217,7 +218,7 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
     for c in spec.constraints:
         if c.rule in ("expression", "shape") or _reads_bad_enum(c, bad) or not c.applies(present_types, names):
             continue
-        present = [(n, descriptor.tensors.get(n)) for n in c.tensors if descriptor.tensors.get(n) is not None]
+        present = [(n, td) for n in c.tensors if (td := descriptor.tensors.get(n)) is not None]
         offenders = c.type_offenders(present_types, names)
         if c.rule == "same_data_type" and offenders:
             out.append(Violation(c.rule_id, None, c.text + " Found " + ", ".join(f"{n}={t.data_type}" for n, t in present)))

@@ -18,17 +18,19 @@ UINT32, bad alignments, unknown tensor fields, in-place pairs the operator does 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+# CaseFormatError, short and is_integer are defined below descriptor.py (which raises them too)
+# and re-exported here, with check_case
+from harness.model.caseformat import CaseFormatError, is_integer, short
 from harness.model.layout import total_bytes
 
 if TYPE_CHECKING:
     from harness.spec.catalog import Catalog
     from harness.model.descriptor import Case, TensorDesc
-    from harness.spec.operator import OperatorSpec
+    from harness.spec.model import OperatorSpec
 
 UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
@@ -37,37 +39,6 @@ FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # the smallest magnitude that rounds to 
 # DML_TENSOR_DIMENSION_COUNT_MAX1 is 8; the runner's C arrays hold 16 entries, which leaves room
 # for invalid descriptors one or more dimensions past the limit (tensor.dimension_count).
 MAX_C_DIMENSIONS = 16
-
-
-class CaseFormatError(ValueError):
-    """A case (file) that is not well-formed: `key` names the field (`descriptor.tensors.InputTensor.
-    Strides[1]`, `inputs.InputTensor`; empty for the whole file), `file` the case file when known."""
-
-    def __init__(self, key: str, message: str, file: str | Path | None = None) -> None:
-        self.key, self.message, self.file = key, message, file
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        """`FILE: key: message` (parts that are unknown are left out)."""
-        parts = [str(p) for p in (self.file, self.key) if p not in (None, "")]
-        return ": ".join(parts + [self.message])
-
-    def in_file(self, file: str | Path) -> "CaseFormatError":
-        """The same error, naming the file it was found in."""
-        return CaseFormatError(self.key, self.message, file)
-
-
-def short(value: Any, limit: int = 60) -> str:
-    """repr(value), cut to `limit` characters: a hostile file's values go into one-line messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def is_integer(value: Any) -> bool:
-    """A Python or NumPy integer, not a bool (YAML `true` must not pass as 1)."""
-    if type(value) is int:  # the common case, first: this runs for every field of every case
-        return True
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_unsigned(key: str, value: Any, maximum: int, c_type: str) -> None:
@@ -151,6 +122,7 @@ def check_union(key: str, value: Any, type_enum: Any, catalog: Catalog) -> None:
         if not (math.isnan(float(value)) or float(held) == float(value)):
             raise CaseFormatError(key, f"{short(value)} is not a {dtype.name} value (the union holds {float(held)!r})")
         return
+    assert dtype.min is not None and dtype.max is not None  # an integer type: the catalog requires min and max
     whole = is_integer(value) or (math.isfinite(value) and float(value).is_integer())
     if not whole or not dtype.min <= int(value) <= dtype.max:
         raise CaseFormatError(key, f"{short(value)} is not an integer in {dtype.min}..{dtype.max} ({dtype.name})")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.pages.page import Page, Row
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def spec_tables(spec: OperatorSpec) -> dict[str, dict[str, Row]]:
             if f.array_of is not None and f.slot != 0:
                 continue
             shown = f.array_of or name
-            rows[shown] = Row(shown, cell.kind, tuple(cell.dims), tuple(cell.types))
+            rows[shown] = Row(shown, cell.kind, cell.dims, tuple(cell.types))  # dims: already a tuple
         out[_table_key(table.level, table.variant)] = rows
     return out
 

@@ -76,6 +76,7 @@ def _markdown(path: Path, text: str) -> Page:
             raise PageError(f"{path}: titled {title.group(1).strip()!r}, no DML_..._OPERATOR_DESC: not an operator's API page")
         if title:
             lines.append(title.group(1).strip())  # the struct's name: old-layout pages name it nowhere else
+    code: list[str]
     formula, code, fence = None, [], False
     in_description = True
     for line in body.splitlines():
@@ -159,8 +160,9 @@ def _read(path: Path, layout: str, lines: list[str], formula: str | None, defect
             elif IDENTIFIER.fullmatch(stripped):
                 candidate = stripped
             elif stripped and member is not None:
-                if DEFAULT.search(stripped):
-                    page.defaults[member] = DEFAULT.search(stripped).group(1).replace(",", ".")
+                default = DEFAULT.search(stripped)
+                if default:
+                    page.defaults[member] = default.group(1).replace(",", ".")
                 sized = SIZE_OF.search(stripped)
                 if sized:  # resolved once every member is known (the arrays follow their count)
                     mentions.extend((array, member) for array in IDENTIFIER.findall(next(g for g in sized.groups() if g)))
@@ -238,6 +240,8 @@ def _tables(page: Page, lines: list[str]) -> list[Table]:
     field's name (the header row and the `---` rule start with none)."""
     tensors = {n for n, c in page.fields if "DML_TENSOR_DESC" in c}
     tables: list[Table] = []
+    variant: tuple[str, ...]
+    rows: list[Row]
     level, variant, rows, heading = None, (), [], True
 
     def close() -> None:

@@ -12,20 +12,21 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from fractions import Fraction
 
 import numpy as np
 
 from harness.spec.catalog import DataType
 from harness.model.descriptor import Case, Descriptor
 from harness.spec.context import attribute_values, formula_context, item_data_type
-from harness.spec.expr import EvalContext, NotExact, evaluate_exact
+from harness.spec.expr import EvalContext
 from harness.model.blocks import spread_blocks
 from harness.model.layout import read_tensor
+from harness.reference.rounding import TRANSCENDENTAL_WINDOW, canonical_nans, float_to_integer, round_formula_near_midpoints
 from harness.spec.fused import with_fused_activations
-from harness.spec.operator import OperatorSpec, struct_variables
+from harness.spec.model import OperatorSpec, struct_variables
 
 
 
@@ -42,7 +43,7 @@ class Expected:
     """
 
     def __init__(self, spec: OperatorSpec, case: Case, outputs: dict[str, np.ndarray],
-                 variables: dict[str, np.ndarray], ctx: EvalContext) -> None:
+                 variables: Mapping[str, np.ndarray | int], ctx: EvalContext) -> None:
         self.spec, self.case = spec, case
         self.outputs = outputs
         self.variables = variables
@@ -130,8 +131,8 @@ class Expected:
         operands: dict[str, Operand] = {}
         for var, value in ctx.variables.items():
             tensor = spec.formula.inputs.get(var)
-            if tensor is not None and descriptor.tensors.get(tensor) is not None:
-                operands[var] = Operand(np.asarray(value), "input", descriptor.tensors[tensor].data_type)
+            if tensor is not None and (tensor_desc := descriptor.tensors.get(tensor)) is not None:
+                operands[var] = Operand(np.asarray(value), "input", tensor_desc.data_type)
             elif members.get(var):  # a struct member: a FLOAT state, like a FLOAT attribute
                 operands[var] = Operand(np.asarray(value), "attribute", "FLOAT32")
             elif var in spec.formula.items:  # an array attribute's item: a state too
@@ -154,7 +155,8 @@ class Expected:
                       for i in range(0, flat_index.size, LEGAL_BLOCK)]
             if any(b is None for b in blocks):
                 return None
-            return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
+            found = [b for b in blocks if b is not None]  # every block
+            return np.concatenate([b[0] for b in found]), np.concatenate([b[1] for b in found])
         from harness.reference.legal import ModelUnsupported, contains, contains_integers, legal_values
         inputs = self._legal_inputs(name, flat_index)
         if inputs is None:
@@ -218,10 +220,10 @@ def _value_array(raw: np.ndarray, dtype: DataType, native: bool = False) -> np.n
     return raw.astype(np.uint64 if dtype.kind == "unsigned" and dtype.bits == 64 else np.int64)
 
 
-def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray]:
+def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> dict[str, np.ndarray | int]:
     """The formula's input variables as arrays (raw bits or values), absent inputs as their stated constant."""
     catalog = spec.catalog
-    variables: dict[str, np.ndarray] = {}
+    variables: dict[str, np.ndarray | int] = {}
     for var, tensor in spec.formula.inputs.items():
         desc = descriptor.tensors.get(tensor)
         if desc is None:
@@ -231,17 +233,18 @@ def bind_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, by
         dtype = catalog.dtype(desc.data_type)
         if spec.formula.operands == "raw_bits":
             bits = read_tensor(inputs[tensor], desc, dtype).view(dtype.bits_numpy)
-            variables[var] = bits & 0x0F if dtype.bits < 8 else bits  # a 4-bit type's bits are its nibble: 0..15
+            value = bits & 0x0F if dtype.bits < 8 else bits  # a 4-bit type's bits are its nibble: 0..15
         else:
             native = spec.formula.expression.exact_in_any_precision
-            variables[var] = _value_array(read_tensor(inputs[tensor], desc, dtype), dtype, native)
+            value = _value_array(read_tensor(inputs[tensor], desc, dtype), dtype, native)
         if var in spec.formula.blocked:
-            variables[var] = spread_blocks(variables[var], tuple(descriptor.tensors[spec.formula.output].sizes))  # type: ignore[union-attr]
+            value = spread_blocks(value, tuple(descriptor.tensors[spec.formula.output].sizes))  # type: ignore[union-attr]
+        variables[var] = value
     variables.update(attribute_values(spec, descriptor.attributes))
     return variables
 
 
-def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray]) -> EvalContext:
+def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray | int]) -> EvalContext:
     catalog = spec.catalog
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
@@ -249,63 +252,7 @@ def _context(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np
                            descriptor.attributes, catalog.dtype(out_desc.data_type).numpy, out_desc.sizes)
 
 
-# A formula with exp() is not exact in float64 even before the last rounding: np.exp and np.expm1
-# (exp(a) - 1 is evaluated as expm1, see harness.spec.expr) are within 1 float64 ULP, and the
-# operations around them add half an ULP each. Its results within TRANSCENDENTAL_WINDOW float64 ULPs
-# of a midpoint of the output type are re-evaluated with decimal exp (evaluate_exact); the others
-# are rounded correctly from float64. A formula whose float64 error could exceed the window (exp
-# of a huge product, a cancellation other than exp(a) - 1) is not shipped; if one were, a result
-# float64 misrounds would still be judged against the legal set of the precision model, whose exp
-# bound is far wider than one ULP of the output.
-TRANSCENDENTAL_WINDOW = 64
-
-
-def _midpoint_candidates(result: np.ndarray, out: np.dtype, window: int = 0) -> np.ndarray:
-    """Elements of a float64 result that may sit on a rounding midpoint of the float output type
-    (within `window` float64 ULPs of one, for results float64 holds only approximately)."""
-    if out == np.float64:
-        return np.zeros(result.shape, dtype=bool)
-    mantissa_bits = {np.dtype(np.float32): 23, np.dtype(np.float16): 10}[np.dtype(out)]
-    drop = 52 - mantissa_bits
-    bits = result.view(np.uint64)
-    low = bits & np.uint64((1 << drop) - 1)
-    if window:
-        # |low - half| <= window: shifted so that the window starts at zero
-        # (unsigned: a value below the window wraps around to the top)
-        candidates = (low - np.uint64((1 << (drop - 1)) - window)) <= np.uint64(2 * window)
-    else:
-        candidates = low == np.uint64(1 << (drop - 1))
-    # In the output's subnormal range the rounding position is higher: there, every non-zero
-    # value is a candidate (the exponent field of the float64 is below the output's normal range).
-    # |result| as bits, minus one, wraps zero around to the top: one unsigned compare then finds
-    # the non-zero values below the output's smallest normal.
-    threshold = np.float64(np.finfo(out).tiny).view(np.uint64)
-    magnitude_minus_one = (bits & np.uint64(0x7FFFFFFFFFFFFFFF)) - np.uint64(1)
-    candidates |= magnitude_minus_one < threshold - np.uint64(1)
-    return candidates
-
-
-def _round_fraction(q: Fraction, out: np.dtype) -> np.generic:
-    """Round an exact value once to the float type `out` (nearest, ties to even)."""
-    with np.errstate(over="ignore"):  # beyond the type: inf, whose finite neighbour is tried too
-        guess = np.asarray(float(q)).astype(out)
-    with np.errstate(over="ignore"):
-        candidates = [guess, np.nextafter(guess, out.type(np.inf)), np.nextafter(guess, out.type(-np.inf))]
-    finite = [c for c in candidates if np.isfinite(c)]
-
-    def key(c: np.generic) -> tuple:
-        even = int(np.asarray(c).view(f"uint{out.itemsize * 8}")) & 1
-        return (abs(Fraction(float(c)) - q), even)
-
-    if np.isinf(guess):  # q at or beyond the rounding boundary above the largest finite value is inf
-        largest = np.finfo(out).max
-        below = float(np.nextafter(largest, out.type(0)))  # the gap above the largest equals the gap below it
-        if abs(q) >= Fraction(float(largest)) + (Fraction(float(largest)) - Fraction(below)) / 2:
-            return guess
-    return min(finite, key=key) if finite else guess
-
-
-def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> tuple[np.ndarray, dict[str, np.ndarray], EvalContext]:
+def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, bytes]) -> tuple[np.ndarray, dict[str, np.ndarray | int], EvalContext]:
     """The formula's result in the output data type (logical shape), the bound variables, and the context."""
     catalog = spec.catalog
     out_desc = descriptor.tensors[spec.formula.output]
@@ -330,9 +277,9 @@ def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str
             result = raw.astype(out_type.numpy)
         if not spec.formula.expression.exact_in_any_precision and raw.dtype == np.float64:
             window = TRANSCENDENTAL_WINDOW if spec.formula.expression.transcendental else 0
-            fix = _midpoint_candidates(raw, out_type.numpy, window)
-            if fix.any():
-                _fix_double_rounding(spec, ctx, result, fix & np.isfinite(raw), out_type.numpy, shape)
+            round_formula_near_midpoints(spec.formula.expression, ctx.variables, raw, result, window)
+        if not keeps_nan_payloads(spec, out_type.name):
+            result = canonical_nans(result)
         return result, variables, ctx
     if raw.dtype.kind == "f":
         return float_to_integer(raw, out_type.numpy), variables, ctx
@@ -340,40 +287,10 @@ def compute_outputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str
         return raw.astype(out_type.numpy), variables, ctx
 
 
-def float_to_integer(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Float values written to an integer type: toward zero; NaN gives 0 and values beyond the
-    type saturate at its ends, as D3D's ftoi/ftou do (the specs mark those regions unspecified
-    where the docs leave them open; this keeps the reference defined there, never C's undefined
-    conversion). The type's ends are compared in float64, where 2^63 - 1 and 2^64 - 1 round up
-    to 2^63 and 2^64: every value at or beyond them is out of range."""
-    info = np.iinfo(dtype)
-    with np.errstate(invalid="ignore"):
-        wide = np.asarray(values).astype(np.float64)
-        nan = np.isnan(wide)
-        high = wide >= float(info.max)
-        low = wide <= float(info.min)
-        out = np.where(nan | high | low, 0.0, wide).astype(dtype)
-    out[high] = info.max
-    out[low] = info.min
-    return out
-
-
-def _fix_double_rounding(spec: OperatorSpec, ctx: EvalContext, result: np.ndarray, fix: np.ndarray,
-                         out: np.dtype, shape: tuple[int, ...]) -> None:
-    names = list(ctx.variables)
-    broadcast = {n: np.broadcast_to(np.asarray(ctx.variables[n]), shape) for n in names}
-    for index in zip(*np.nonzero(fix)):
-        env = {}
-        try:
-            for n in names:
-                v = broadcast[n][index]
-                if not np.isfinite(v):
-                    raise NotExact("non-finite")
-                env[n] = Fraction(int(v)) if np.asarray(v).dtype.kind in "iu" else Fraction(float(v))
-            exact = evaluate_exact(spec.formula.expression, env)
-        except NotExact:
-            continue
-        result[index] = _round_fraction(Fraction(exact), out)
+def keeps_nan_payloads(spec: OperatorSpec, data_type: str) -> bool:
+    """Whether the spec compares `data_type` outputs bit for bit (data movement: a NaN's payload is
+    part of the result); otherwise a NaN in the reference is a computed one, written canonical."""
+    return spec.comparison_for(data_type).kind == "bitwise"
 
 
 def _compute_expected(spec: OperatorSpec, case: Case) -> Expected:
@@ -412,6 +329,10 @@ class FamilyExpected(Expected):
         from harness.reference.families import family_compute
         assert spec.formula.family is not None
         result = family_compute(spec.formula.family.name)(spec, case.descriptor, family_inputs(spec, case.descriptor, case.inputs))
+        for name, values in result.outputs.items():  # a computed NaN is canonical; data movement keeps payloads
+            desc = case.descriptor.tensors.get(name)
+            if desc is not None and not keeps_nan_payloads(spec, desc.data_type):
+                result.outputs[name] = canonical_nans(values)
         super().__init__(spec, case, result.outputs, result.summaries, EvalContext(variables=dict(result.summaries)))
         self.family = result
         # the context of each output's epilogue (its expression's variables per output element)
@@ -493,8 +414,8 @@ class FamilyExpected(Expected):
             if var in self.family.epilogue[name]:
                 spread = self.family.epilogue[name][var][1]
                 operands[var] = Operand(picked, "constant", None, None if spread is None else spread.reshape(-1)[flat_index])
-            elif tensor is not None and descriptor.tensors.get(tensor) is not None:
-                operands[var] = Operand(picked, "input", descriptor.tensors[tensor].data_type)
+            elif tensor is not None and (tensor_desc := descriptor.tensors.get(tensor)) is not None:
+                operands[var] = Operand(picked, "input", tensor_desc.data_type)
             elif members.get(var):
                 operands[var] = Operand(picked, "attribute", "FLOAT32")
             elif var in spec.formula.attributes:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from harness.spec.expr import F32_SMALLEST_NORMAL, FUNCTIONS, Formula
 from harness.spec.functions import MATH_FUNCTIONS
 
 MAX_PARTS = 32  # parts per value before the extra ones are merged into one hull (over-approximation)
-_NUMPY = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
+_NUMPY: dict[str, type[np.floating]] = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64}
 _WIDTH = {"FLOAT16": 0, "FLOAT32": 1, "FLOAT64": 2}
 
 
@@ -285,7 +285,7 @@ class LegalEvaluator:
         return [part]
 
     # results of float operations: rounding, then the fp32 result flush
-    def _finish(self, parts: list[tuple[Part, np.ndarray | None, np.ndarray | None]], mode: str) -> Value:
+    def _finish(self, parts: Sequence[tuple[Part, np.ndarray | None, np.ndarray | None]], mode: str) -> Value:
         out: Value = []
         for part, err_lo, err_hi in parts:
             if not part.present.any():
@@ -631,6 +631,7 @@ def evaluate_legal(formula: Formula, ev: LegalEvaluator) -> Value:
 
 def _walk(node: ast.AST, ev: LegalEvaluator) -> Value:
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, (int, float))  # a formula's constants are numbers (checked at load: harness.spec.expr)
         return ev.constant(node.value)
     if isinstance(node, ast.Name):
         return ev.variable(node.id)
@@ -655,8 +656,8 @@ def _walk(node: ast.AST, ev: LegalEvaluator) -> Value:
         if name not in _FUNCTIONS:
             raise ModelUnsupported(f"the precision model has no rule for {name}()")
         if name in _CONSTANT_FUNCTIONS:
-            args = [a.id if isinstance(a, ast.Name) else a.value for a in node.args]  # type: ignore[attr-defined]
-            value = FUNCTIONS[name][1](ev.ctx, *args)
+            literals = [a.id if isinstance(a, ast.Name) else a.value for a in node.args]  # type: ignore[attr-defined]
+            value = FUNCTIONS[name][1](ev.ctx, *literals)
             if name == "is_type":
                 return [_bool_part(np.full(ev.n, bool(value)), np.full(ev.n, not bool(value)), ev.base.copy())]
             return ev.constant(int(value))
@@ -726,7 +727,7 @@ def contains_integers(parts: Value, actual: np.ndarray, dtype: Any) -> tuple[np.
     type `dtype` give every integer from trunc(lo) to trunc(hi) (toward zero, saturated: monotone),
     compared exactly in the integer type (float64 would merge neighbours beyond 2^53). NaN parts
     match nothing (an integer output holds no NaN)."""
-    from harness.reference.evaluate import float_to_integer
+    from harness.reference.rounding import float_to_integer
 
     def matches() -> Iterator[tuple[Part, np.ndarray]]:
         for p in parts:

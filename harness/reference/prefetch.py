@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from harness.model.descriptor import Case
 from harness.model.layout import element_count
 from harness.reference.evaluate import expected_for
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 from harness.model.validator import case_verdict
 
 PREFETCH_MIN_ELEMENTS = 1 << 16

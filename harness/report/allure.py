@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.model.descriptor import Case
     from harness.run.case import Outcome
-    from harness.spec.operator import OperatorSpec
+    from harness.spec.model import OperatorSpec
 
 import io
 import json

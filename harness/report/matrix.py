@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.judge.status import Status, is_failure
 from harness.run.results import CaseRecord, worst_per_case
-from harness.spec.operator import SpecSet
+from harness.spec.model import OperatorSpec, SpecSet
 from harness.generate.types import coverage_plan, primary_type
 
 STATES = ["fail", "expected", "pass", "unsupported", "not run"]
@@ -48,6 +48,13 @@ class Cell:
         return f"{self.backend}|{self.operator}|{self.level}|{self.data_type}"
 
 
+def _plan_type(spec: OperatorSpec, types: dict[str, str | None]) -> str:
+    """The primary type of a coverage-plan cell: never None (a valid cell's output has a type)."""
+    t = primary_type(spec, types)
+    assert t is not None
+    return t
+
+
 def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
     """Cells of every (backend, level) that ran, over every data type of each operator's table there.
     Invalid cases count in the cell of their primary input type; a case is counted once, as its worst record."""
@@ -62,9 +69,9 @@ def build_matrix(records: list[CaseRecord], specs: SpecSet) -> list[Cell]:
         for level in sorted(levels[backend], key=specs.catalog.level_order):
             for op in sorted(specs.operators):
                 spec = specs.operator(op)
-                types = set()
+                types: set[str] = set()
                 if spec.has_table_at(level):
-                    types = {primary_type(spec, plan[0]) for plan in coverage_plan(spec, level)}
+                    types = {_plan_type(spec, plan[0]) for plan in coverage_plan(spec, level)}
                 types |= {k[3] for k in counts if k[:3] == (backend, op, level) and k[3] != "?"}
                 for t in sorted(types, key=lambda n: specs.catalog.dtype(n).enum if n in specs.catalog.data_types else 99):  # invalid column last
                     cells.append(Cell(backend, op, level, t, dict(counts.get((backend, op, level, t), {}))))
@@ -219,7 +226,8 @@ def check_matrix(raw: object) -> None:
     """The structure compare_matrices reads: an object whose `cells` is a list of objects, each with
     string backend, operator, feature_level, data_type and state, no cell twice; `format` 1 if given."""
     def kind(value: object) -> str:
-        return "null" if value is None else {dict: "an object", list: "an array", str: "a string"}.get(type(value), type(value).__name__)
+        names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+        return "null" if value is None else names.get(type(value), type(value).__name__)
 
     if not isinstance(raw, dict):
         raise ValueError(f"expected a JSON object with `cells` (a matrix.json written by `dmlconform matrix`), found {kind(raw)}")
@@ -248,7 +256,7 @@ def compare_matrices(base: dict, new: dict) -> dict[str, list[str]]:
     def index(m: dict) -> dict[str, str]:
         return {f"{c['backend']} {c['operator']} FL{c['feature_level']} {c['data_type']}": c["state"] for c in m.get("cells", [])}
     a, b = index(base), index(new)
-    out = {"new failures": [], "fixed": [], "disappeared": [], "appeared": [], "other changes": []}
+    out: dict[str, list[str]] = {"new failures": [], "fixed": [], "disappeared": [], "appeared": [], "other changes": []}
     for key in sorted(set(a) | set(b)):
         if key not in b:
             out["disappeared"].append(f"{key} (was {a[key]})")

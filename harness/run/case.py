@@ -19,7 +19,7 @@ from harness.model.layout import read_tensor
 from harness.model.wellformed import check_case
 from harness.reference.prefetch import start_reference
 from harness.run.results import CaseRecord, ResultWriter
-from harness.spec.operator import OperatorSpec, SpecSet
+from harness.spec.model import OperatorSpec, SpecSet
 
 
 @dataclass
@@ -52,7 +52,7 @@ def case_data_type(spec: OperatorSpec, case: Case) -> str:
 def replay_command(case_file: Path, backend: Backend) -> str:
     """The command that reruns a case exactly as the run did: the backend with the options that
     change what it computes (a DirectML backend's DLL, adapter, flags), as `replay_args()` names them."""
-    options = getattr(backend, "replay_args", lambda: [])()
+    options: list[str] = getattr(backend, "replay_args", lambda: [])()
     words = ["dmlconform", "replay", str(case_file), "--backend", backend.name, *options]
     return " ".join(shlex.quote(w) for w in words)
 

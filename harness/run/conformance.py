@@ -7,10 +7,11 @@ its cell's completion marker with the number of cases it ran, which the gate che
 plan and the records."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from harness.run.case import Outcome
+    from harness.run.plugin import DmlConfig
 
 import pytest
 from hypothesis import settings
@@ -35,6 +36,11 @@ MAX_ATTACHED = 5  # failures whose case file, table and plot are attached to the
 # does neither). A probe that conforms only through rounding, which every device may take, is
 # stale: the divergence is gone.
 DEVICE_LIBERTIES = ("reciprocal_division", "fp32_input_flush", "fp32_attribute_flush", "fp32_result_flush")
+
+
+def _config(request: pytest.FixtureRequest) -> DmlConfig:
+    """The session's config, with the attributes harness.run.plugin's pytest_configure sets on it."""
+    return cast("DmlConfig", request.config)
 
 
 class _Tally:
@@ -73,7 +79,7 @@ class _Tally:
     def finish(self, request: pytest.FixtureRequest) -> None:
         """Mark the cell finished (with its case count), then give the test its outcome; each
         message starts with the status tag of its category."""
-        request.config.dml_cells.finished(request.node.nodeid, self.total)
+        _config(request).dml_cells.finished(request.node.nodeid, self.total)
         add_tags(self.tags)
         label_status(self.worst())
         total = self.total
@@ -123,7 +129,7 @@ def _run_generated(request, backend, spec, cell: tuple, strategy, kind, tally, e
 
 def test_valid(request: pytest.FixtureRequest, valid_cell: tuple[str, str, str, str]) -> None:
     backend, op, level, dtype = valid_cell
-    spec = request.config.dml_specs.operator(op)
+    spec = _config(request).dml_specs.operator(op)
     label_test(backend, op, level, dtype, "valid", spec.path, {"backend": backend, "operator": op, "feature level": level, "data type": dtype})
     per = data_sets_per_descriptor(request.config, backend, level)  # one below the own level on the ladder
     _run_generated(request, backend, spec, (level, dtype, per), lambda: valid_case_batches(spec, level, dtype, per_descriptor=per),
@@ -132,11 +138,11 @@ def test_valid(request: pytest.FixtureRequest, valid_cell: tuple[str, str, str, 
 
 def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, str, str]) -> None:
     backend, op, level, rule = invalid_cell
-    spec = request.config.dml_specs.operator(op)
+    spec = _config(request).dml_specs.operator(op)
     label_test(backend, op, level, None, "invalid", spec.path, {"backend": backend, "operator": op, "feature level": level, "rule": rule})
     # A backend that does not validate descriptors (ONNX Runtime) reports every invalid case
     # unsupported, whatever is drawn: one case records that in the matrix; more would only cost time.
-    instance = request.config.dml_backends.get(backend)
+    instance = _config(request).dml_backends.get(backend)
     checks = instance is None or instance.capabilities().validates_descriptors
     examples = invalid_examples(request.config, backend, level, _settings(request).max_examples) if checks else 1
     _run_generated(request, backend, spec, (level, rule), lambda: invalid_cases(spec, level, rule), "invalid", _Tally(),
@@ -145,7 +151,7 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
 
 def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:
     backend, op, name = example_cell
-    spec = request.config.dml_specs.operator(op)
+    spec = _config(request).dml_specs.operator(op)
     example = next(e for e in spec.examples if e.name == name)
     case = example_case(spec, example)
     tally = _Tally()
@@ -167,7 +173,7 @@ def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, s
 
 def test_sweep(request: pytest.FixtureRequest, sweep_cell: tuple) -> None:
     backend, sweep = sweep_cell
-    specs = request.config.dml_specs
+    specs = _config(request).dml_specs
     spec = specs.operator(sweep.operator)
     case = sweep_case(specs, sweep)
     tally = _Tally()
@@ -182,13 +188,14 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     from harness.judge.expectations import STALE, probe_case
     from harness.run.case import device_level
     backend_name, expectation_id = probe_cell
-    config = request.config
+    config = _config(request)
     backend = config.dml_backends[backend_name]
     expectations = config.dml_expectations[backend_name]
     item = next(i for i in expectations.items if i.id == expectation_id)
     specs = config.dml_specs
     spec = specs.operator(item.operator)
     case = probe_case(item, specs, device_level(backend, specs))
+    assert case is not None  # a probe cell is an expectation with a probe (harness.run.plugin)
     label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
     outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
                        test_id=request.node.nodeid)

@@ -13,9 +13,14 @@ Measured (docs/performance.md): the lower levels were 72% of make run's test tim
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import pytest
 
 from harness.run.case import device_level
+
+if TYPE_CHECKING:
+    from harness.run.plugin import DmlConfig
 
 LOWER_LEVEL_DATA_SETS = 1        # data sets per valid descriptor below the own level
 LOWER_LEVEL_INVALID_SHARE = 3    # the reference's invalid cells there: the profile's examples // 3
@@ -26,8 +31,9 @@ def below_own_level(config: pytest.Config, backend_name: str, level: str) -> boo
     list is run in full: whoever names a level wants it judged as the own one)."""
     if (config.getoption("feature_level") or ["own"]) != ["ladder"]:
         return False
-    specs = config.dml_specs
-    backend = config.dml_backends.get(backend_name)
+    run = cast("DmlConfig", config)  # the attributes harness.run.plugin's pytest_configure sets
+    specs = run.dml_specs
+    backend = run.dml_backends.get(backend_name)
     own = device_level(backend, specs) if backend is not None else specs.catalog.newest_level.name
     return specs.catalog.level_order(level) < specs.catalog.level_order(own)
 

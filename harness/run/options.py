@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from harness.spec.operator import SpecSet
+from harness.spec.model import SpecSet
 
 # --feature-level keywords (beside level names): `own` (each backend at its own level), `newest`
 # (the newest level of the catalog), `ladder` (every level where an operator's tables change, up to

@@ -15,10 +15,12 @@ marker when it ends normally (harness.run.manifest); the gate refuses a run with
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from harness.spec.operator import OperatorSpec, SpecSet
+    from harness.judge.expectations import ExpectationSet
+    from harness.model.backend import Backend
+    from harness.spec.model import OperatorSpec, SpecSet
 
 import uuid
 from pathlib import Path
@@ -32,7 +34,7 @@ from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_ent
 from harness.run.results import ResultWriter
 from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, option_problem
 from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.spec.source import SpecError
@@ -41,10 +43,40 @@ from harness.generate.breakers import candidate_rules, rule_reachable
 from harness.generate.types import coverage_plan, primary_type
 
 CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
-_DEFAULT_SPECS = None  # loaded once, on first use
+_DEFAULT_SPECS: SpecSet | None = None  # loaded once, on first use
 
 
-def _default_specs():
+class DmlConfig(Protocol):
+    """pytest's Config as this plugin and the suite use it: its options, and the attributes
+    pytest_configure sets on it (for typing: a hook reads them through `cast(DmlConfig, config)`,
+    the same object)."""
+
+    dml_specs: SpecSet
+    dml_is_run: bool
+    dml_run_id: str
+    dml_backends: dict[str, Backend]
+    dml_unavailable: dict[str, str]
+    dml_requested: set[str]
+    dml_names: list[str]
+    dml_expectations: dict[str, ExpectationSet]
+    dml_writer: ResultWriter
+    dml_cells: CellWriter
+    dml_worker: str
+    dml_cases_dir: Path
+
+    def getoption(self, name: str, default: Any = ..., skip: bool = ...) -> Any: ...
+
+
+class _DirectMLBackend(Protocol):
+    """What the Allure environment reads of a DirectML backend (backends.directml)."""
+
+    _dll: Path | None
+    exec_flags: int
+
+    def info(self) -> dict[str, Any]: ...
+
+
+def _default_specs() -> SpecSet:
     global _DEFAULT_SPECS
     if _DEFAULT_SPECS is None:
         _DEFAULT_SPECS = load_specs()
@@ -80,7 +112,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="an unpacked portable DirectML stack (`dmlconform directml unpack`; default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
 
 
-def _load_run_specs(config: pytest.Config):
+def _load_run_specs(config: pytest.Config) -> SpecSet:
     """The specs of --specs-dir; a broken spec stops the session with its file:line: key: message."""
     specs_dir = Path(config.getoption("specs_dir"))
     if specs_dir.resolve() == DEFAULT_SPECS_DIR.resolve():
@@ -116,7 +148,7 @@ def _runs_conformance(config: pytest.Config) -> bool:
     return False
 
 
-def _check_choices(config: pytest.Config) -> None:
+def _check_choices(config: DmlConfig) -> None:
     """Bad option values stop the run with what is allowed."""
     problem = option_problem(config.dml_specs, backends=config.getoption("backend") or [],
                              known_backends=backend_entry_points(), levels=config.getoption("feature_level") or [],
@@ -140,34 +172,34 @@ def _check_choices(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
-    config.dml_specs = _load_run_specs(config)
+    run = cast(DmlConfig, config)  # the same object, typed with the attributes set here
+    run.dml_specs = _load_run_specs(config)
     reports = _check_reports_dir(config)
     register_profiles(reports)
-    config.dml_is_run = _runs_conformance(config)
-    if not config.getoption("hypothesis_profile", default=None) and (config.dml_is_run or _is_checkout(config)):
+    run.dml_is_run = _runs_conformance(config)
+    if not config.getoption("hypothesis_profile", default=None) and (run.dml_is_run or _is_checkout(config)):
         settings.load_profile("ci")
-    _check_choices(config)
-    is_worker = hasattr(config, "workerinput")
-    if is_worker:
-        config.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
+    _check_choices(run)
+    if hasattr(config, "workerinput"):
+        run.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
     else:
-        config.dml_run_id = uuid.uuid4().hex
-        if config.dml_is_run:  # checked above; now the previous run's files may go
+        run.dml_run_id = uuid.uuid4().hex
+        if run.dml_is_run:  # checked above; now the previous run's files may go
             _clear_previous_run(config, reports)
     # the xdist worker id from the config, not the environment: a pytest run started inside an
     # xdist worker (the harness's own report tests) inherits PYTEST_XDIST_WORKER but is no worker
     worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
-    config.dml_backends = {}
-    config.dml_unavailable = {}
+    run.dml_backends = {}
+    run.dml_unavailable = {}
     names = config.getoption("backend") or DEFAULT_BACKENDS
-    config.dml_requested = set(config.getoption("backend") or [])
-    config.dml_names = names
+    run.dml_requested = set(config.getoption("backend") or [])
+    run.dml_names = names
     override = config.getoption("expectations_dir")  # read even when listing tests: the probe cells come from it
-    config.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
-    if not config.dml_is_run:
+    run.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
+    if not run.dml_is_run:
         return  # not a conformance run (or only listing its tests): no backend to start, no run files to write
     for name in names:
-        options = {"specs": config.dml_specs}
+        options: dict[str, Any] = {"specs": run.dml_specs}
         if split_instance(name)[0] == "directml":
             options.update(dll=config.getoption("directml_dll"), adapter=config.getoption("directml_adapter"),
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
@@ -177,18 +209,18 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             backend = load_backend(name, **options)
         except Exception as exc:  # noqa: BLE001 - reported as a skip reason
-            config.dml_unavailable[name] = f"cannot load: {exc}"
+            run.dml_unavailable[name] = f"cannot load: {exc}"
             continue
         ok, reason = backend.available()
         if ok:
-            config.dml_backends[name] = backend
-            config.dml_expectations[name] = config.dml_expectations[name].for_backend(backend.version)
+            run.dml_backends[name] = backend
+            run.dml_expectations[name] = run.dml_expectations[name].for_backend(backend.version)
         else:
-            config.dml_unavailable[name] = reason
-    config.dml_writer = ResultWriter(reports / "results", worker)
-    config.dml_cells = CellWriter(reports / "results", worker)
-    config.dml_worker = worker
-    config.dml_cases_dir = reports / "cases"
+            run.dml_unavailable[name] = reason
+    run.dml_writer = ResultWriter(reports / "results", worker)
+    run.dml_cells = CellWriter(reports / "results", worker)
+    run.dml_worker = worker
+    run.dml_cases_dir = reports / "cases"
 
 
 def _is_checkout(config: pytest.Config) -> bool:
@@ -247,7 +279,7 @@ def _planned_cell(item: pytest.Item, max_examples: int) -> PlannedCell | None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The run's plan: every conformance cell collected, with its case budget or skip reason."""
-    config = session.config
+    config = cast(DmlConfig, session.config)
     if not getattr(config, "dml_is_run", False):
         return
     max_examples = config.getoption("max_examples") or settings().max_examples
@@ -260,7 +292,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The completion marker (a normal end only), then environment.properties and categories.json
     for the Allure report (controller or single process)."""
-    config = session.config
+    config = cast(DmlConfig, session.config)
     if not getattr(config, "dml_is_run", False):
         return
     if not hasattr(config, "workerinput") \
@@ -283,13 +315,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         env[f"backend.{name}"] = backend.version()
         env[f"backend.{name}.max_feature_level"] = device_level(backend, specs)
         if split_instance(name)[0] == "directml":
-            info = backend.info()
-            env[f"{name}.dll"] = str(backend._dll)
+            directml = cast(_DirectMLBackend, backend)
+            info = directml.info()
+            env[f"{name}.dll"] = str(directml._dll)
             env[f"{name}.adapter"] = str(info.get("adapter"))
             vulkan = backend.vulkan() if hasattr(backend, "vulkan") else None
             if vulkan is not None:
                 env[f"{name}.vulkan"] = vulkan.describe()
-            env[f"{name}.exec_flags"] = hex(backend.exec_flags)
+            env[f"{name}.exec_flags"] = hex(directml.exec_flags)
     env.update(_liberty_environment(Path(config.getoption("reports_dir")) / "results"))
     write_run_files(Path(alluredir), env)
 
@@ -319,24 +352,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if not getattr(config, "dml_is_run", False):
         return
     tr = terminalreporter
-    specs = config.dml_specs
+    run = cast(DmlConfig, config)
+    specs = run.dml_specs
     tr.section("dmlconform backends")
-    for name in config.dml_names:
-        if name in config.dml_backends:
-            backend = config.dml_backends[name]
+    for name in run.dml_names:
+        if name in run.dml_backends:
+            backend = run.dml_backends[name]
             tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, specs)})")
         else:
-            tr.write_line(f"skipped: {name}: {config.dml_unavailable.get(name, 'not loaded')}")
+            tr.write_line(f"skipped: {name}: {run.dml_unavailable.get(name, 'not loaded')}")
 
 
 @pytest.fixture(scope="session")
 def specs(request: pytest.FixtureRequest) -> SpecSet:
-    return request.config.dml_specs
+    return cast(DmlConfig, request.config).dml_specs
 
 
 # --- parametrization of the conformance tests, from the specs and the options -----------------
 
-def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None, kind: str = "valid") -> list[tuple[str, str | None]]:
+def _levels_for(config: DmlConfig, backend_name: str, spec: OperatorSpec | None = None, kind: str = "valid") -> list[tuple[str, str | None]]:
     """(level, skip reason or None) to test for a backend (and an operator) and a kind of cell
     (valid, invalid, sweep): its own level by default (`own`); with `ladder`, for a backend that
     validates descriptors (the reference, a device), each level where the operator's tables
@@ -370,7 +404,7 @@ def _levels_for(config, backend_name: str, spec: OperatorSpec | None = None, kin
             return [(own, None)]
         levels = spec.table_change_levels if kind == "invalid" else spec.table_start_levels
         return [(lvl, None) for lvl in levels if specs.catalog.level_order(lvl) <= specs.catalog.level_order(own)]
-    out = []
+    out: list[tuple[str, str | None]] = []
     for lvl in (specs.catalog.newest_level.name if r == "newest" else r for r in requested):
         if backend is not None and specs.catalog.level_order(lvl) > specs.catalog.level_order(own):
             out.append((lvl, f"device maximum feature level is {own}, below {lvl}"))
@@ -407,8 +441,15 @@ def _cells_together(params: list) -> list:
     return sorted(params, key=lambda param: first[tuple(param.values[0][1:])])
 
 
+def _plan_type(spec: OperatorSpec, types: dict[str, str | None]) -> str:
+    """The primary type of a coverage-plan cell: never None (a valid cell's output has a type)."""
+    t = primary_type(spec, types)
+    assert t is not None
+    return t
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    config = metafunc.config
+    config = cast(DmlConfig, metafunc.config)
     specs = config.dml_specs
     dtypes = config.getoption("dtype")
     params = []
@@ -418,7 +459,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 for level, skip in _levels_for(config, backend, spec):
                     if not spec.has_table_at(level):
                         continue
-                    types = sorted({primary_type(spec, cell[0]) for cell in coverage_plan(spec, level)},
+                    types = sorted({_plan_type(spec, cell[0]) for cell in coverage_plan(spec, level)},
                                    key=lambda t: specs.catalog.dtype(t).enum)
                     for t in types:
                         if dtypes and t not in dtypes:

@@ -119,7 +119,7 @@ _CATALOGS: dict[bytes, Catalog] = {}
 def load_catalog(specs_dir: Path) -> Catalog:
     """Read `_data_types.yaml`, `_feature_levels.yaml`, `_arithmetic.yaml`, `_enums.yaml` and
     `_structs.yaml`; raise SpecError on any problem. One Catalog object per distinct content of
-    those files (specs built against it are memoised by that object: operator.build_file)."""
+    those files (specs built against it are memoised by that object: load.build_file)."""
     digest = hashlib.blake2b(digest_size=16)
     for name in (DATA_TYPES_FILE, FEATURE_LEVELS_FILE, ARITHMETIC_FILE, ENUMS_FILE, STRUCTS_FILE):
         try:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from harness.spec.arithmetic import ARITHMETIC_FILE
 from harness.spec.catalog import ENUMS_FILE, STRUCTS_FILE
-from harness.spec.operator import DEFAULT_SPECS_DIR, OperatorSpec, SpecSet, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.model import OperatorSpec, SpecSet
 
 
 def load_spec_source(source: str, workdir: Path) -> SpecSet:
@@ -42,7 +43,9 @@ def _levels(a: OperatorSpec | None, b: OperatorSpec | None) -> list[str]:
     for s in (a, b):
         if s is not None:
             levels |= {t.level for t in s.support}
-    catalog = (a or b).catalog
+    either = a or b
+    assert either is not None  # an operator compared exists on one side at least
+    catalog = either.catalog
     return sorted(levels, key=catalog.level_order)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness.spec.expr import ELEMENT_NAMES, LINEAR_INDEX, EvalContext
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[str, Any]:
@@ -34,10 +34,11 @@ def attribute_values(spec: OperatorSpec, attributes: dict[str, float]) -> dict[s
                 value = attributes.get(f"{name}.{member}", 0.0) if present else 0.0
                 out[f"{name}_{member}"] = np.float64(np.float32(value)) if c_type == "FLOAT" else np.float64(value)
             continue
-        value = attributes.get(name, spec.field(name).default)
-        value = 0.0 if value is None else value
+        given = attributes.get(name, spec.field(name).default)
+        value = 0.0 if given is None else given
         union_type = None
         if field.is_scalar_union:  # the DML_TENSOR_DATA_TYPE its typing field holds
+            assert field.typed_by is not None  # what is_scalar_union means
             enum = int(attributes.get(field.typed_by, -1))
             union_type = next((t for t in spec.catalog.data_types.values() if t.enum == enum), None)
         whole = isinstance(value, (int, np.integer)) or (np.isfinite(float(value)) and float(value) == int(value))

@@ -856,6 +856,7 @@ def evaluate_exact(formula: Formula, variables: dict[str, Any]) -> Any:
 
     def walk(node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float, str))  # a checked formula's constants are numbers
             return Fraction(node.value)
         if isinstance(node, ast.Name):
             return variables[node.id]

@@ -127,10 +127,13 @@ def _to_fraction(value: Any) -> Fraction:
     mp = _mp()
     if not mp.isfinite(value):
         raise ArithmeticError("not finite")
-    man, exp = mp.mpf(value).man_exp
+    # mpmath's `man_exp` is the magnitude's (mpf(-0.5).man_exp == (1, -1)): the sign is the raw
+    # tuple's first member, and a negative value read without it came out positive (sin of a
+    # negative denormal was +x)
+    sign, man, exp, _ = mp.mpf(value)._mpf_
     if man and abs(int(exp) + int(man).bit_length()) > EXACT_EXPONENT_LIMIT:
         raise ArithmeticError("beyond the exact path's range")
-    return Fraction(int(man)) * (Fraction(2) ** int(exp))
+    return (-1 if sign else 1) * Fraction(int(man)) * (Fraction(2) ** int(exp))
 
 
 def _exact(name: str) -> Callable[..., Fraction]:
@@ -145,6 +148,22 @@ def _exact(name: str) -> Callable[..., Fraction]:
         if isinstance(result, mp.mpc):
             raise ArithmeticError("outside the real domain")
         return _to_fraction(result)
+    return call
+
+
+def exact_value(name: str) -> Callable[[list[float]], Fraction]:
+    """The exact value (mpmath, EXACT_DIGITS) of a reduction over float64 values, as a Fraction:
+    `log_sum` (log of the sum), `log_sum_exp` (log of the sum of exponentials). ArithmeticError
+    outside the real domain or far beyond float64's range."""
+    def call(values: list[float]) -> Fraction:
+        mp = _mp()
+        if name == "log_sum_exp":
+            total = mp.fsum(mp.exp(mp.mpf(v)) for v in values)
+        else:
+            total = mp.fsum(mp.mpf(v) for v in values)
+        if total <= 0:
+            raise ArithmeticError("log of a sum that is not positive")
+        return _to_fraction(mp.log(total))
     return call
 
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from harness.model.descriptor import Descriptor
 from harness.spec.expr import Formula, parse_formula
-from harness.spec.operator import FieldSpec, OperatorSpec
+from harness.spec.model import FieldSpec, OperatorSpec
 
 
 def members(activation: OperatorSpec) -> tuple[tuple[str, str], ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.spec.operator import OperatorSpec, SpecSet
+from harness.spec.model import OperatorSpec, SpecSet
 
 _FAMILY_TITLES = {"matmul": "matrix multiplication", "window": "convolution (window)", "reduce": "reduction",
                   "gather": "gather", "sort": "sort (top-k)", "data_movement": "data movement"}

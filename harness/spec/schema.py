@@ -3,7 +3,7 @@
 Why JSON Schema (through `jsonschema`) rather than typed models: the spec is data written by
 people, and a declarative schema reports every structural problem with the exact key path
 (`error.absolute_path`), which maps straight onto the YAML line table of `harness.spec.source`.
-Meaning-level checks (known types, level order, table coverage) live in `harness.spec.operator` (build_operator and its checks).
+Meaning-level checks (known types, level order, table coverage) live in `harness.spec.load` (build_operator) and its section readers `harness.spec.read_fields` and `harness.spec.read_formula`.
 """
 from __future__ import annotations
 

@@ -191,8 +191,9 @@ def _check(node: ast.AST, names: set[str], tensors: set[str], local: set[str]) -
         if len(node.generators) != 1 or node.generators[0].is_async or not isinstance(node.generators[0].target, ast.Name):
             raise FormulaError(f"a comprehension takes one 'for NAME in ...' clause: {ast.unparse(node)!r}")
         gen = node.generators[0]
+        assert isinstance(gen.target, ast.Name)  # checked just above
         _check(gen.iter, names, tensors, local)
-        inner = local | {gen.target.id}  # type: ignore[union-attr]
+        inner = local | {gen.target.id}
         for cond in gen.ifs:
             _check(cond, names, tensors, inner)
         _check(node.elt, names, tensors, inner)
@@ -305,7 +306,8 @@ def _compile_name(name: str) -> _Node:
 
 def _compile_comprehension(node: ast.ListComp | ast.GeneratorExp) -> _Node:
     gen = node.generators[0]
-    target = gen.target.id  # type: ignore[union-attr]
+    assert isinstance(gen.target, ast.Name)  # _check admits one plain name only
+    target = gen.target.id
     values_of, element = _compile(gen.iter), _compile(node.elt)
     conditions = [_compile(c) for c in gen.ifs]
 

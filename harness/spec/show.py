@@ -1,7 +1,7 @@
 """Human-readable rendering of an operator spec at one feature level (`dmlconform spec show`)."""
 from __future__ import annotations
 
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 def render_spec(spec: OperatorSpec, level: str | None) -> str:

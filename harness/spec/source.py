@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 from yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent, Event,
@@ -169,6 +169,7 @@ class _EventGuard:
 
     def _refuse(self, event: Event, message: str, path_limit: int | None = None) -> _Refused:
         """The refusal at this event's line; path_limit keeps a nesting error's key path readable."""
+        assert event.start_mark is not None  # the parsers mark every event they emit
         return _Refused(event.start_mark.line + 1, self._path()[:path_limit], message)
 
     def _count(self, event: Event, size: int) -> None:
@@ -234,7 +235,7 @@ class _EventGuard:
         if name in self._open_anchors:
             self._begin_node(event, None)
             raise self._refuse(event, f"recursive alias *{name}: it refers to a node that contains it")
-        target = self._anchors.get(name)
+        target = None if name is None else self._anchors.get(name)
         if target is None:
             return  # undefined alias: the composer reports it with its line
         is_key = self._begin_node(event, "mapping or sequence (through an alias)" if target.height else None)
@@ -272,7 +273,13 @@ class _EventGuard:
 
 # --- the loader ---------------------------------------------------------------------------------
 
-class _Guarded:
+if TYPE_CHECKING:  # _Guarded is a mixin: it always comes first in a safe loader's bases
+    _LoaderBase = yaml.SafeLoader
+else:
+    _LoaderBase = object
+
+
+class _Guarded(_LoaderBase):
     """A safe loader that refuses duplicate keys (PyYAML silently keeps the last one) and runs the guard.
 
     Every event the composer consumes passes through get_event, so the guard sees the document
@@ -280,7 +287,7 @@ class _Guarded:
     """
 
     def __init__(self, stream: str):
-        super().__init__(stream)  # type: ignore[call-arg]
+        super().__init__(stream)
         self._guard = _EventGuard(self._resolve_scalar_event, self._int_of)
 
     def get_event(self) -> Event:
@@ -330,7 +337,7 @@ class _PureLoader(_Guarded, yaml.SafeLoader):
 
 
 if getattr(yaml, "__with_libyaml__", False):
-    class _LibyamlLoader(_Guarded, yaml.composer.Composer, yaml._yaml.CParser, yaml.constructor.SafeConstructor,  # type: ignore[misc]
+    class _LibyamlLoader(_Guarded, yaml.composer.Composer, yaml._yaml.CParser, yaml.constructor.SafeConstructor,
                          yaml.resolver.Resolver):
         """The guarded loader on libyaml's scanner and parser (C; a spec loads about three times
         faster), with PyYAML's Python composer on top, so that every event still passes through
@@ -343,11 +350,12 @@ if getattr(yaml, "__with_libyaml__", False):
             yaml.resolver.Resolver.__init__(self)
             self._guard = _EventGuard(self._resolve_scalar_event, self._int_of)
 
-    _UniqueKeySafeLoader: type = _LibyamlLoader
+    _UniqueKeySafeLoader: type[_Guarded] = _LibyamlLoader
 else:
     _UniqueKeySafeLoader = _PureLoader
 
-for _loader in {_PureLoader, _UniqueKeySafeLoader}:
+_loaders: set[type[_Guarded]] = {_PureLoader, _UniqueKeySafeLoader}
+for _loader in _loaders:
     _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from harness.run.options import option_problem
 from harness.run.registry import backend_entry_points, expectations_for, load_backend, split_instance
-from harness.spec.operator import load_specs
+from harness.spec.load import load_specs
 
 SPECS = load_specs()
 

@@ -4,7 +4,7 @@ import numpy as np
 from harness.generate.sweeps import is_binary, sweep_case, sweeps
 from harness.model.layout import read_logical
 from harness.reference.evaluate import expected_for
-from harness.spec.operator import load_specs
+from harness.spec.load import load_specs
 
 SPECS = load_specs()
 

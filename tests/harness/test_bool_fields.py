@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, find, settings
 from harness.generate.cases import case_from_arrays
 from harness.generate.strategies import valid_descriptors
 from harness.model.wellformed import CaseFormatError, check_case
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 
 FIELD = '  - {name: RoundingMode, role: attribute, c_type: DML_ROUNDING_MODE}\n'
 

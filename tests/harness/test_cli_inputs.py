@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.spec.operator import DEFAULT_SPECS_DIR
+from harness.spec.load import DEFAULT_SPECS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -60,3 +60,12 @@ def test_data_movement_must_not_flush_a_denormal():
                        {"InputWindowOffsets": [0], "InputWindowSizes": [2], "InputWindowStrides": [-1]})
     assert _judge(spec, case, {"OutputTensor": [1.0, 1.0e-45]}).status == "pass"
     assert _judge(spec, case, {"OutputTensor": [1.0, 0.0]}).status == "mismatch"
+
+
+def test_every_declared_family_has_exactly_one_plugin():
+    """harness.spec.families declares what a spec may say of each family; the reference's registry
+    (harness.reference.families.PLUGINS) holds one computation per family: the two name the same set."""
+    from harness.reference.families import PLUGINS
+    from harness.spec.families import FAMILIES
+    assert set(PLUGINS) == set(FAMILIES)
+    assert all(callable(compute) for compute, _ in PLUGINS.values())

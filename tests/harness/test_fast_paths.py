@@ -28,7 +28,7 @@ from harness.model.layout import pack_buffer
 from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
 from harness.reference.evaluate import expected_for
 from harness.spec.families import BOUND_VARIABLES, element_variables, formula_variables
-from harness.spec.operator import enum_members, struct_variables
+from harness.spec.model import enum_members, struct_variables
 from tests.helpers import SPECS
 
 N = 5000  # above the size where the branch-free selection is used

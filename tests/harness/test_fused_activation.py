@@ -14,7 +14,8 @@ from harness.generate.strategies import valid_descriptors
 from harness.model.validator import validate
 from harness.model.wellformed import CaseFormatError, check_case
 from harness.spec.fused import with_fused_activations
-from harness.spec.operator import DEFAULT_SPECS_DIR, lint_specs, load_specs
+from harness.spec.lint import lint_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError
 from tests.helpers import REFERENCE, SPECS, directml_or_skip
 

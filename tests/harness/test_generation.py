@@ -224,7 +224,7 @@ def test_generation_uses_the_float32_attributes(tmp_path, attrs, same_in_float32
     import shutil
 
     from harness.model.descriptor import Descriptor, TensorDesc
-    from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+    from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
     from harness.generate.data import make_input_batch
     specs = tmp_path / "specs"
     shutil.copytree(DEFAULT_SPECS_DIR, specs)

@@ -33,7 +33,8 @@ from typing import Callable
 import pytest
 
 from harness.spec.expr import MAX_FORMULA_CHARS, MAX_FORMULA_DEPTH
-from harness.spec.operator import DEFAULT_SPECS_DIR, lint_specs, load_specs
+from harness.spec.lint import lint_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT_CHARS, MAX_NODES, SpecError
 
 ROOT = Path(__file__).resolve().parents[2]

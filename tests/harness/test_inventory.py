@@ -3,7 +3,7 @@ from pathlib import Path
 
 from backends.onnxruntime_backend import load_mappings
 from harness.spec.inventory import family_of, inventory_markdown
-from harness.spec.operator import load_specs
+from harness.spec.load import load_specs
 
 SPECS = load_specs()
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.spec.operator import DEFAULT_SPECS_DIR
+from harness.spec.load import DEFAULT_SPECS_DIR
 from tests.helpers import directml_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]

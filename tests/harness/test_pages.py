@@ -15,7 +15,8 @@ import yaml
 from harness.cli import main
 from harness.pages.parse import PageError, read_page
 from harness.pages.page import Row
-from harness.spec.operator import DEFAULT_SPECS_DIR, lint_specs, load_specs
+from harness.spec.lint import lint_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 TWIDDLE = ["ns-directml-dml_element_wise_twiddle_operator_desc.md", "twiddle-fr.txt", "twiddle-de.txt"]

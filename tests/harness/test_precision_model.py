@@ -22,7 +22,7 @@ from harness.generate.cases import case_from_arrays
 from harness.judge.diff import judge
 from harness.model.backend import Outputs
 from harness.model.layout import pack_buffer
-from harness.spec.operator import DEFAULT_SPECS_DIR
+from harness.spec.load import DEFAULT_SPECS_DIR
 from tests.helpers import SPECS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from harness.model.descriptor import TensorDesc
 from harness.model.layout import output_buffers
 from harness.reference.evaluate import expected_for
 from harness.spec.expr import FormulaError, parse_formula
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "variants"

@@ -56,6 +56,12 @@ def _run_vector(spec, vector) -> list[str]:
     for tensor, values in vector["expected"].items():
         got = outputs[tensor].ravel()
         want = golden_array(values, numpy_type[tensor])
+        if got.shape == want.shape and got.dtype.kind == "f" and spec.comparison_for(types[tensor]).kind != "bitwise":
+            # a computed NaN is compared as a NaN: D3D lets a device return any NaN, and the
+            # reference writes the canonical one (test_computed_nans_are_canonical); data movement,
+            # compared bit for bit, keeps its payloads
+            nan = np.isnan(got) & np.isnan(want)
+            got, want = np.where(nan, 0, got).astype(got.dtype), np.where(nan, 0, want).astype(want.dtype)
         if got.shape != want.shape or not np.array_equal(bits(got, got.dtype), bits(want, want.dtype)):
             wrong.append(f"{vector['name']}: {tensor} is {got.tolist()} (bits {[hex(b) for b in bits(got, got.dtype).tolist()]}), "
                          f"expected {want.tolist()} (bits {[hex(b) for b in bits(want, want.dtype).tolist()]})")

@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.report.gate import evaluate_gate
 from harness.report.matrix import build_matrix, compare_matrices, matrix_html, matrix_json, matrix_markdown
 from harness.run.results import CaseRecord, read_records
-from harness.spec.operator import DEFAULT_SPECS_DIR
+from harness.spec.load import DEFAULT_SPECS_DIR
 from harness.spec.compare import diff_sources
 from tests.harness.run_files import write_run
 from tests.helpers import SPECS

@@ -26,7 +26,7 @@ from hypothesis import settings
 from harness.generate.strategies import valid_case_batches
 from harness.run import drawn
 from harness.run.profiles import register_profiles
-from harness.spec.operator import load_specs
+from harness.spec.load import load_specs
 register_profiles(Path({extra!r}))
 settings.load_profile("ci")
 spec = load_specs().operator("ACTIVATION_SCALED_ELU")

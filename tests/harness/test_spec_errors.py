@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError, format_key_path
 
 SIGN = "ELEMENT_WISE_SIGN.yaml"

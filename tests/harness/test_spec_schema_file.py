@@ -6,7 +6,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from harness.spec.operator import DEFAULT_SPECS_DIR, operator_files
+from harness.spec.load import DEFAULT_SPECS_DIR, operator_files
 from harness.spec.schema import schema_document
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "spec.schema.json"

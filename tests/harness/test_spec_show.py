@@ -1,6 +1,6 @@
 """`dmlconform spec show` prints the effective table, the formula and the constraints."""
 from harness.cli import main
-from harness.spec.operator import operator_files
+from harness.spec.load import operator_files
 from tests.helpers import SPECS
 
 

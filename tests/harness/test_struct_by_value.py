@@ -16,7 +16,8 @@ from harness.generate.breakers import invalid_cases
 from harness.generate.cases import case_from_arrays
 from harness.generate.strategies import valid_descriptors
 from harness.model.validator import validate
-from harness.spec.operator import DEFAULT_SPECS_DIR, SpecError, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.source import SpecError
 
 FIELD = '  - {name: RoundingMode, role: attribute, c_type: DML_ROUNDING_MODE}\n'
 SIZE_FIELD = '  - {name: Size, role: attribute, c_type: DML_SIZE_2D}\n'

@@ -7,7 +7,7 @@ import pytest
 
 from harness.generate.cases import case_from_arrays
 from harness.model.wellformed import CaseFormatError, check_case
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError
 from tests.helpers import REFERENCE, SPECS, directml_or_skip
 

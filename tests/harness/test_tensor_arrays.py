@@ -15,7 +15,7 @@ from harness.generate.types import valid_type_assignments
 from harness.model.backend import Outputs, Rejected
 from harness.model.descriptor import TensorDesc
 from harness.model.wellformed import CaseFormatError, check_case
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError
 from tests.helpers import SPECS, directml_or_skip
 

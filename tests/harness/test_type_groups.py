@@ -8,7 +8,7 @@ import itertools
 import shutil
 
 from harness.generate import types as T
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from tests.helpers import SPECS
 
 

@@ -18,7 +18,7 @@ from harness.generate.types import coverage_plan, table_cells, valid_type_assign
 from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
 from harness.spec.compare import diff_specs
-from harness.spec.operator import DEFAULT_SPECS_DIR, load_specs
+from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.show import render_spec
 from harness.spec.source import SpecError
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, expression_scope, scalar_union
-from harness.reference.families import FamilyResult
+from harness.reference.families.result import FamilyResult
 from harness.spec.context import formula_context
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 def _strided_window(x: np.ndarray, out_shape: list[int], offsets: list[int], sizes: list[int],

@@ -20,9 +20,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names
-from harness.reference.families import FamilyResult
+from harness.reference.families.result import FamilyResult
 from harness.spec.context import formula_context
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 _INT64_MAX = np.iinfo(np.int64).max
 

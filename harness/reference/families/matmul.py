@@ -27,9 +27,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_formula_near_midpoints
 from harness.spec.context import formula_context
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 def _operand(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
@@ -120,6 +121,8 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     with np.errstate(all="ignore"):
         value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), shape)
         output = value.astype(out_type.numpy)
+    if spec.formula.expression.transcendental:  # a fused activation's exp: the same bits on every CPU
+        round_formula_near_midpoints(spec.formula.expression, ctx.variables, value, output, TRANSCENDENTAL_WINDOW)
 
     result = FamilyResult({out_name: output})
     # fp32 denormal factors flushed to zero (D3D may read any fp32 input so): the dot product over
@@ -134,8 +137,9 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     bound = family.bound(variable)
     spread = None
     if bound is not None and out_type.is_float:
-        bound_variables = {**type_bound_variables(out_type.numpy), "K": np.float64(terms), "exact": exact,
-                           "sum_abs": np.broadcast_to(sum_abs, shape), "sum_inputs": np.broadcast_to(sum_inputs, shape)}
+        bound_variables: dict[str, object] = {**type_bound_variables(out_type.numpy), "K": np.float64(terms), "exact": exact,
+                                              "sum_abs": np.broadcast_to(sum_abs, shape),
+                                              "sum_inputs": np.broadcast_to(sum_inputs, shape)}
         spread = evaluate_bound(bound.atol, bound_variables, shape, np.isnan(exact))
         result.summaries["bound"] = spread
     result.epilogue[out_name] = {variable: (exact, spread)}

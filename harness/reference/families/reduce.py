@@ -32,10 +32,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, expression_scope
-from harness.reference.families import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 INDEX = ("argmax", "argmin")
 EXTREMES = ("max", "min")
@@ -187,11 +187,42 @@ def _combine(grouped: np.ndarray, combine: str, last: bool, out_type: DataType) 
     exact, total = _exact_float(grouped64, combine)
     if out_type.is_float:
         with np.errstate(all="ignore"):
-            return _Combined(exact.astype(out_type.numpy), exact, total)
+            output = exact.astype(out_type.numpy)
+        if combine in LOGARITHMIC:
+            _round_logarithms(grouped64, combine, exact, output)
+        return _Combined(output, exact, total)
     # a combine the tables never give an integer output (average, l2, log_sum, log_sum_exp of
     # integers): toward zero, as a float written to an integer type (kept defined)
-    from harness.reference.evaluate import float_to_integer
+    from harness.reference.rounding import float_to_integer
     return _Combined(float_to_integer(exact, out_type.numpy), exact, total)
+
+
+LOGARITHMIC = ("log_sum", "log_sum_exp")
+
+
+def _round_logarithms(grouped64: np.ndarray, combine: str, exact: np.ndarray, output: np.ndarray) -> None:
+    """LOG_SUM and LOG_SUM_EXP rounded correctly (in place), whatever CPU NumPy runs on: NumPy's
+    float64 log, exp and logaddexp differ between its SIMD paths by a few ULPs per step, so a group
+    whose float64 result lies near a rounding boundary of the output type is computed again with
+    mpmath (harness.reference.rounding); the window grows with the group, as logaddexp's error does."""
+    from fractions import Fraction
+
+    from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_near_midpoints
+    from harness.spec.functions import exact_value
+
+    n = grouped64.shape[-1]
+    exact_of = exact_value("log_sum_exp" if combine == "log_sum_exp" else "log_sum")
+
+    def exact_at(index: tuple[int, ...]) -> Fraction | None:
+        group = grouped64[index]
+        if not np.isfinite(group).all():
+            return None
+        try:
+            return exact_of([float(v) for v in group])
+        except ArithmeticError:
+            return None
+
+    round_near_midpoints(np.asarray(exact, dtype=np.float64), output, TRANSCENDENTAL_WINDOW * max(1, n), exact_at)
 
 
 def _bound_variables(grouped64: np.ndarray, combine: str, combined: _Combined, out_type: DataType) -> dict[str, object]:
@@ -248,7 +279,9 @@ def _arithmetic_summaries(grouped: np.ndarray, combine: str, combined: _Combined
 
 def _lift(mask: np.ndarray, axes: list[int], out_shape: list[int]) -> np.ndarray:
     grouped, _ = _groups(mask, axes)
-    return grouped.any(axis=-1).reshape(out_shape)
+    lifted = grouped.any(axis=-1).reshape(out_shape)
+    assert isinstance(lifted, np.ndarray)  # out_shape has the input's rank (at least 1)
+    return lifted
 
 
 def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, x: np.ndarray, axes: list[int],

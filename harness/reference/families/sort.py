@@ -17,9 +17,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families import FamilyResult, flush_f32_denormals
+from harness.reference.families.result import FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 
 

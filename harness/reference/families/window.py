@@ -29,10 +29,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families import FamilyResult, flush_f32_denormals
+from harness.reference.families.result import FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
 from harness.reference.families.windowing import Window, output_padded, past_reach, window_positions
-from harness.spec.operator import OperatorSpec
+from harness.spec.model import OperatorSpec
 
 VARIABLE = "xw"  # the family's formula variable (harness.spec.families.FORMULA_VARIABLES)
 
@@ -61,7 +61,7 @@ def _operands(x: np.ndarray, w: np.ndarray, groups: int, transposed: bool, flip:
         w = w[(slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)]
     cg, kk = c // groups, prod(kernel)
     if transposed:  # {C, M/G, k...}
-        b = w.reshape(groups, cg, w.shape[1], kk).transpose(0, 1, 3, 2)
+        b: np.ndarray = w.reshape(groups, cg, w.shape[1], kk).transpose(0, 1, 3, 2)
     else:  # {M, C/G, k...}
         b = w.reshape(groups, w.shape[0] // groups, cg, kk).transpose(0, 2, 3, 1)
     b = b.reshape(groups, cg * kk, -1)
@@ -116,16 +116,16 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     # a kernel position off the input meeting a non-finite filter element, per {1, G, P, M/G}
     _, b = _operands(x_raw[:1].astype(np.float64), _as_f64(w_raw, False), groups, transposed, flip, positions)
     off_nonfinite = ((~valid_terms)[None, :, :, None] & ~np.isfinite(b)[:, None, :, :]).any(axis=2)
-    facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64)),
-             "past_reach": np.broadcast_to(past.astype(np.int64), out_shape),
-             "output_padded": np.broadcast_to(output_padded(out_shape[2:], _output_padding(p, names, len(out_shape) - 2))
-                                              .astype(np.int64), out_shape)}
+    element_facts = {"off_input_nonfinite": to_output(off_nonfinite[None].astype(np.int64)),
+                     "past_reach": np.broadcast_to(past.astype(np.int64), out_shape),
+                     "output_padded": np.broadcast_to(output_padded(out_shape[2:], _output_padding(p, names, len(out_shape) - 2))
+                                                      .astype(np.int64), out_shape)}
     flushed = None
     if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
         flushed = window_sums(True)[0]
     terms = (x_raw.shape[1] // groups) * prod(kernel)
     return dot_epilogue(spec, descriptor, inputs, VARIABLE, (p["input"], p["filter"]), exact, sum_abs, sum_inputs,
-                        terms, flushed, facts)
+                        terms, flushed, element_facts)
 
 
 def _output_padding(p: dict, names: dict, rank: int) -> tuple[int, ...]:

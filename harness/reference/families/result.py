@@ -1,0 +1,76 @@
+"""What a family plug-in returns (FamilyResult) and the helpers every arithmetic plug-in shares
+(the bound variables, the bound's evaluation, fp32 denormal flushing). Apart from the registry
+(harness.reference.families), so that a plug-in imports these without importing the registry
+that imports it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.spec.expr import Formula
+from harness.spec.model import OperatorSpec
+
+
+@dataclass
+class FamilyResult:
+    outputs: dict[str, np.ndarray]
+    unspecified: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # output -> rule id -> mask
+    alternatives: dict[str, list[tuple[str, np.ndarray]]] = field(default_factory=dict)  # output -> (liberty id, values)
+    summaries: dict[str, np.ndarray] = field(default_factory=dict)  # output-shaped values shown in failure reports
+    # output -> (exact float64 value, bound): a result within `bound` of the exact value is legal
+    # (the spec's error bound of an arithmetic reduction; inf accepts every result)
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # output -> the spec expression's variables per output element, each (values, half-width): the
+    # output is the expression over them, and a conforming device's output is the expression under
+    # the precision model with each variable anywhere in [value - half-width, value + half-width]
+    # (matmul: the dot product `ab` within its bound; Alpha, Beta, C and a fused activation are
+    # the element-wise model's as for any element-wise operator)
+    epilogue: dict[str, dict[str, tuple[np.ndarray, np.ndarray | None]]] = field(default_factory=dict)
+    # output -> legal alternatives of the epilogue's computed values: (liberty id, {variable: values}),
+    # each judged like the values themselves (matmul: the dot product over fp32-flushed factors)
+    epilogue_alternatives: dict[str, list[tuple[str, dict[str, np.ndarray]]]] = field(default_factory=dict)
+    contexts: dict[str, Any] = field(default_factory=dict)  # output -> the EvalContext of its epilogue (output-shaped)
+
+
+F32_SMALLEST_NORMAL = 2.0 ** -126
+
+
+def type_bound_variables(out_numpy: np.dtype) -> dict[str, np.float64]:
+    """The bound variables every arithmetic family shares (harness.spec.families.BOUND_VARIABLES):
+    one faithful step `eps` and the range of the output type, FLOAT32's smallest normal `tiny`
+    (what D3D may flush), and `inf`."""
+    info = np.finfo(out_numpy)
+    return {"eps": np.float64(info.eps), "tiny": np.float64(F32_SMALLEST_NORMAL), "tiny_out": np.float64(info.tiny),
+            "max_out": np.float64(info.max), "inf": np.float64(np.inf)}
+
+
+def evaluate_bound(atol: Formula, variables: dict[str, object], shape: tuple[int, ...],
+                   nan_in: np.ndarray | np.bool_ | None) -> np.ndarray:
+    """A spec's bound formula per output element (float64, `shape`). An element whose inputs hold a
+    NaN (`nan_in`) gets no slack: IEEE propagates it through every arithmetic step; a bound that is
+    itself NaN (inf * 0 in the formula) is no slack either."""
+    from harness.spec.expr import EvalContext
+    with np.errstate(all="ignore"):
+        bound = np.broadcast_to(np.asarray(atol.evaluate(EvalContext(variables=variables)), dtype=np.float64), shape)
+    if nan_in is not None:
+        bound = np.where(nan_in, 0.0, bound)
+    return np.where(np.isnan(bound), 0.0, bound)
+
+
+def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
+    """`x` with its fp32 denormals flushed to zeros of their sign (what a D3D device may read), or
+    None when there is none to flush (the one definition of a denormal: expr.is_f32_denormal)."""
+    from harness.spec.expr import is_f32_denormal
+    if x.dtype != np.float32:
+        return None
+    denormal = is_f32_denormal(x)
+    if not denormal.any():
+        return None
+    return np.where(denormal, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
+Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Generator], dict[str, np.ndarray]]
