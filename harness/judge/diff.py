@@ -206,10 +206,10 @@ def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | Non
 
 def _settle_differences(comparison: Comparison, expected: Expected, name: str, out_type: DataType,
                         want: np.ndarray, got: np.ndarray,
-                        index: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+                        index: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Masks over `index` (legal, ties, unspecified, bad) and the liberty tags of the legal ones:
     the spec's comparison first, then the precision model, then rounding ties, then the
-    unspecified regions (exact, or reached through a liberty)."""
+    unspecified regions (exact, or reached through a liberty), with the unspecified rules met."""
     want_d, got_d = want.reshape(-1)[index], got.reshape(-1)[index]
     def atol_at(positions: np.ndarray) -> np.ndarray | None:
         return expected.atol(name, index[positions])
@@ -219,6 +219,7 @@ def _settle_differences(comparison: Comparison, expected: Expected, name: str, o
     tags = np.zeros(index.shape, dtype=np.uint16)
     ties = np.zeros(index.shape, dtype=bool)
     unspecified_d = np.zeros(index.shape, dtype=bool)
+    reasons: list[str] = []
     if not ok.all():
         rest = np.flatnonzero(~ok)
         judged = expected.legal(name, index[rest], got_d[rest])
@@ -233,16 +234,18 @@ def _settle_differences(comparison: Comparison, expected: Expected, name: str, o
             ties = ~ok & tie_mask & near
         if not (ok | ties).all():
             unspecified_d = expected.unspecified(name, index)
+            # this judgement's own reasons: the memoised Expected is shared by every backend's
+            # judgement of the case, so reasons kept on it would leak into the next backend's result
+            reasons = list(expected.unspecified_reasons.get(name, []))
             rest = np.flatnonzero(~ok & ~ties & ~unspecified_d)
             if rest.size:
-                reached, reasons = expected.legal_unspecified(name, index[rest])
+                reached, reached_reasons = expected.legal_unspecified(name, index[rest])
                 unspecified_d[rest[reached]] = True
                 if reached.any():
-                    expected.unspecified_reasons.setdefault(name, [])
-                    expected.unspecified_reasons[name] += [r for r in reasons if r not in expected.unspecified_reasons[name]]
+                    reasons += [r for r in reached_reasons if r not in reasons]
     unspecified_d = ~ok & ~ties & unspecified_d
     bad_d = ~ok & ~ties & ~unspecified_d
-    return (legal, tags), ties, unspecified_d, bad_d
+    return (legal, tags), ties, unspecified_d, bad_d, reasons
 
 
 def liberty_counts(expected: Expected, tags: np.ndarray) -> dict[str, int]:
@@ -358,7 +361,7 @@ def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
         return DiffResult(PASS, f"{compared} elements of {name} ({out_type.name}) match", name, out_type.name,
                           elements=compared, expected=expected)
 
-    (legal, tags), ties, unspecified_d, bad_d = _settle_differences(comparison, expected, name, out_type, want, got, index)
+    (legal, tags), ties, unspecified_d, bad_d, reasons = _settle_differences(comparison, expected, name, out_type, want, got, index)
     settled = not (bad_d.any() or unspecified_d.any() or ties.any())
     bad = None
     if bad_d.any():  # for the expectations, which match explained divergences element by element
@@ -371,7 +374,7 @@ def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
     result = DiffResult(PASS, "", name, out_type.name, elements=int(want.size), mismatch_count=int(bad_d.sum()),
                         unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), legal_count=int(legal.sum()),
                         liberties=liberty_counts(expected, tags[legal]) if legal.any() else {},
-                        ulp_errors=ulps, unspecified_reasons=list(expected.unspecified_reasons.get(name, [])),
+                        ulp_errors=ulps, unspecified_reasons=reasons,
                         bad_mask=bad, expected=expected)
     shown = index[bad_d] if bad_d.any() else (index[unspecified_d | ties] if (unspecified_d | ties).any() else index[legal])
     result.first = _report_rows(expected, want, got, ulps, shown)

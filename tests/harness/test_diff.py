@@ -132,3 +132,27 @@ def test_mismatch_report_names_index_inputs_and_bits():
     assert diff.status == "mismatch" and diff.mismatch_count == 1
     table = diff.table()
     assert "[1, 0]" in table and "x=0.5 (0x3f000000)" in table and "0x3f800000" in table
+
+
+def test_unspecified_reasons_do_not_leak_between_backends_of_one_case():
+    """The reference of a case is memoised and shared by every backend's judgement: the unspecified
+    rules one backend's output met are that judgement's, not the next backend's. Backend A writes
+    0.5 where HARD_SIGMOID reads a NaN (unspecified: nan_into_min_max); backend B writes a NaN of
+    another payload there, which the comparison accepts (payloads ignored): B names no rule."""
+    from harness.judge.diff import compare_outputs
+    from harness.reference.evaluate import expected_for
+    spec = SPECS.operator("ACTIVATION_HARD_SIGMOID")
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    case = case_from_arrays(spec, "6.4", types, {"InputTensor": np.array([np.nan, 0.25], np.float32)})
+    expected = expected_for(spec, case)
+    reference = expected.outputs["OutputTensor"]
+    a = reference.copy()
+    a[0] = 0.5
+    b = reference.copy()
+    b.view(np.uint32)[0] = 0x7FC00001
+    desc = case.descriptor.tensors["OutputTensor"]
+    catalog = spec.catalog
+    first = compare_outputs(spec, case, {"OutputTensor": pack_buffer(a, desc, catalog.dtype("FLOAT32"))}, expected)
+    second = compare_outputs(spec, case, {"OutputTensor": pack_buffer(b, desc, catalog.dtype("FLOAT32"))}, expected)
+    assert first.status == "diverges-on-unspecified" and first.unspecified_reasons == ["nan_into_min_max"]
+    assert second.status == "pass" and second.unspecified_reasons == []
