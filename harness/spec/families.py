@@ -4,8 +4,10 @@ An element-wise operator is its formula. An operator with index-space semantics 
 matrix product, a window, a gather) names the family plug-in that computes it
 (`harness/reference/families/`) and the family's parameters; the formula's expression stays the
 element-wise part (the value each input element contributes: `x` for an index reduction). This module holds
-the declarations only (the spec stage may not import the reference stage): each family's
-parameters, their kinds, and which are required.
+the declarations (the spec stage may not import the reference stage): one `FamilyDeclaration` per
+family, with its parameters, their kinds and which are required, and the variables it gives the
+spec's expression, unspecified rules and bounds; the plug-in module that computes the family
+registers itself with a record pointing at it (harness.reference.families).
 
 Parameter kinds: `choice` (one of the listed words; where `by_enum` is set, also the name of an
 enum attribute field whose every member, lower-cased, is one of the words: the descriptor's value
@@ -15,11 +17,11 @@ name each), `expression` (a shape expression over attributes and enum members, e
 descriptor: harness.spec.shape_expr), `bounds` (per choice of `combine`, an error bound in the
 formula language over the family's bound variables, with where it comes from).
 
-A family may also give the spec's `unspecified` rules variables of its own (ELEMENT_VARIABLES:
+A family may also give the spec's `unspecified` rules variables of its own (`element_variables`:
 facts about the group an input element belongs to, such as how many elements tie for an index
-reduction's pick), and its bounds variables per output element (BOUND_VARIABLES). A family whose
+reduction's pick), and its bounds variables per output element (`bound_variables`). A family whose
 output element is an element-wise function of a value it computes (matmul: the dot product `ab`,
-then Alpha, Beta, C and a fused activation) names that value in FORMULA_VARIABLES: the spec's
+then Alpha, Beta, C and a fused activation) names that value in its `formula_variables`: the spec's
 expression reads it like an input, so the epilogue and its fused activation stay data in the spec
 (harness.spec.fused composes an activation over the expression as for any element-wise operator).
 """
@@ -42,12 +44,32 @@ class Param:
     modes: tuple[str, ...] = ()  # only for these values of the family's `mode` (required there, refused elsewhere)
 
 
+@dataclass(frozen=True)
+class FamilyDeclaration:
+    """Everything a spec may say of one index-space family, in one record (the reference's plug-in
+    that computes it points at this record: harness.reference.families.result.FamilyPlugin).
+
+    `params`: the parameters of the spec's `formula.family`. `formula_variables`: values the family
+    computes per output element that the spec's expression (and its unspecified rules) read like
+    float inputs, so that the expression is the element-wise epilogue (matmul's dot product `ab`).
+    `element_variables`: names the family gives the spec's `unspecified` rules beside the formula's
+    (facts about an element's group; integers). `bound_variables`: what its `bounds` formulas read
+    per output element (floats)."""
+
+    name: str
+    params: dict[str, Param]
+    formula_variables: dict[str, str] = field(default_factory=dict)
+    element_variables: dict[str, str] = field(default_factory=dict)
+    bound_variables: dict[str, str] = field(default_factory=dict)
+
+
 REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
                    "max", "min")
 
 
-FAMILIES: dict[str, dict[str, Param]] = {
-    "reduce": {
+REDUCE = FamilyDeclaration(
+    "reduce",
+    params={
         "combine": Param("choice", choices=REDUCTION_COMBINES, by_enum=True,
                          meaning="how the elements of one reduced group become one output element: a fixed choice, or an "
                                  "enum attribute whose member (lower-cased) is the choice"),
@@ -56,9 +78,34 @@ FAMILIES: dict[str, dict[str, Param]] = {
                               meaning="true: an index reduction returns the last of equal candidates (default: the first)"),
         "bounds": Param("bounds", required=False,
                         meaning="per combine choice, the largest |device - exact| a conforming device may show, over "
-                                "BOUND_VARIABLES (a choice without one: exact, a float output's zero sign aside if it is 0)"),
+                                "its bound variables (a choice without one: exact, a float output's zero sign aside if it is 0)"),
     },
-    "sort": {
+    element_variables={
+        "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",
+        "out_of_range": "1 where the exact result of an integer output lies outside the output type's range, else 0",
+    },
+    bound_variables={
+        "N": "the number of elements in the group (the product of the reduced sizes)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result, NaN included",
+        "exact": "the exact result (float64)",
+        "total": "the exact accumulation before the final function: the sum of the terms (sum of squares for l2, sum of "
+                 "exp(x) for log_sum_exp), the product for multiply, the result for max and min",
+        "sum_abs": "the sum of |term| over the group's finite terms (x; |x| for l1; x^2 for l2 and sum_square; exp(x) for "
+                   "log_sum_exp)",
+        "max_abs": "the largest |x| over the group's finite elements",
+        "big": "the product of max(1, |x|) over the finite elements: no partial product is larger",
+        "small": "the product of min(1, |x|) over the finite non-zero elements: no partial product of them is smaller",
+    },
+)
+
+SORT = FamilyDeclaration(
+    "sort",
+    params={
         "mode": Param("choice", choices=("top_k",),
                       meaning="top_k: the K largest (or smallest) elements of each sequence along an axis, sorted, "
                               "equal values by ascending index, with their indices"),
@@ -68,7 +115,11 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "values": Param("output", meaning="the output tensor of the selected values"),
         "indices": Param("output", meaning="the output tensor of their indices within the sequence"),
     },
-    "data_movement": {
+)
+
+DATA_MOVEMENT = FamilyDeclaration(
+    "data_movement",
+    params={
         "mode": Param("choice", choices=("strided_window", "pad", "join", "split"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
@@ -90,7 +141,11 @@ FAMILIES: dict[str, dict[str, Param]] = {
                                                   "(period 2(n - 1), folding over earlier padding)", modes=("pad",)),
         "symmetric": Param("expression", meaning="true: mirrored including the edge elements (period 2n)", modes=("pad",)),
     },
-    "gather": {
+)
+
+GATHER = FamilyDeclaration(
+    "gather",
+    params={
         "input": Param("input", meaning="the tensor read from"),
         "indices": Param("input", meaning="the integer tensor of indices along `axis` (a negative value of a signed "
                                           "type counts from the axis' end)"),
@@ -98,16 +153,46 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "index_dimensions": Param("scalar", meaning="the UINT field counting the trailing dims of `indices` that index; "
                                                     "its leading dims are 1"),
     },
-    "matmul": {
+    element_variables={
+        "index": "the index value that selected this output element, as IndicesTensor holds it (a UINT64 value "
+                 "beyond 2^63 - 1 reads as 2^63 - 1)",
+        "axis_size": "the size of the gathered axis of the input",
+    },
+)
+
+MATMUL = FamilyDeclaration(
+    "matmul",
+    params={
         "a": Param("input", meaning="the left matrix tensor: its last two dims are {M, K}, or {K, M} where transpose_a holds"),
         "b": Param("input", meaning="the right matrix tensor: its last two dims are {K, N}, or {N, K} where transpose_b holds"),
         "transpose_a": Param("expression", meaning="true: a's last two dims are transposed before the product"),
         "transpose_b": Param("expression", meaning="true: b's last two dims are transposed before the product"),
         "bounds": Param("bounds", required=False,
                         meaning="for the formula variable ab, the largest |device - exact| a conforming device may "
-                                "show, over BOUND_VARIABLES (without one: exact)"),
+                                "show, over its bound variables (without one: exact)"),
     },
-    "window": {
+    formula_variables={
+        "ab": "the exact dot product of row m of op(a) and column n of op(b) over K (float64), per output element "
+              "{batch..., m, n}; the leading (batch) dims of a, b and the output are equal",
+    },
+    bound_variables={
+        "K": "the number of terms of the dot product (the shared dimension of op(a) and op(b))",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, product or partial sum may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every value of ab, NaN included",
+        "exact": "the exact dot product ab (float64)",
+        "sum_abs": "the sum of |a_k * b_k| over the K terms whose factors are finite",
+        "sum_inputs": "the sum of |a_k| + |b_k| over the K terms' finite factors (a flushed fp32 denormal factor moves "
+                      "its product by less than tiny times the other factor)",
+    },
+)
+
+WINDOW = FamilyDeclaration(
+    "window",
+    params={
         "input": Param("input", meaning="the tensor the windows slide over: {batch, channels, spatial...}"),
         "filter": Param("input", meaning="the weights: {out channels, channels / groups, kernel...}, or where `transposed` "
                                          "holds {in channels, out channels / groups, kernel...}"),
@@ -127,35 +212,13 @@ FAMILIES: dict[str, dict[str, Param]] = {
         "flip": Param("expression", meaning="true: the filter is read in reverse order along each spatial dimension"),
         "bounds": Param("bounds", required=False,
                         meaning="for the formula variable xw, the largest |device - exact| a conforming device may "
-                                "show, over BOUND_VARIABLES (without one: exact)"),
+                                "show, over its bound variables (without one: exact)"),
     },
-}
-
-# Values a family computes per output element that the spec's expression (and its unspecified
-# rules) read like inputs (floats): the expression is then the element-wise epilogue.
-FORMULA_VARIABLES: dict[str, dict[str, str]] = {
-    "matmul": {
-        "ab": "the exact dot product of row m of op(a) and column n of op(b) over K (float64), per output element "
-              "{batch..., m, n}; the leading (batch) dims of a, b and the output are equal",
-    },
-    "window": {
+    formula_variables={
         "xw": "the exact sum of input times filter over the window of each output element {n, m, spatial...} "
               "(float64): the input channels of m's group, the kernel positions that land on the input",
     },
-}
-
-
-# Names a family gives the spec's `unspecified` rules beside the formula's (per input element,
-# facts about its group; integers), and its `bounds` (per output element; floats).
-ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
-    # per output element (a gather's output element has one source: nothing to lift)
-    "gather": {
-        "index": "the index value that selected this output element, as IndicesTensor holds it (a UINT64 value "
-                 "beyond 2^63 - 1 reads as 2^63 - 1)",
-        "axis_size": "the size of the gathered axis of the input",
-    },
-    # per output element: facts about the window's terms
-    "window": {
+    element_variables={
         "off_input_nonfinite": "1 where a kernel position that reads no input element (padding, a transposed window's "
                                "gap) meets a NaN or infinite filter element, else 0: a device that multiplies a padded "
                                "zero there (0 * inf) gets NaN, one that skips the term does not",
@@ -164,45 +227,8 @@ ELEMENT_VARIABLES: dict[str, dict[str, str]] = {
         "output_padded": "1 where the output position is one of the last `output_padding` positions of some spatial "
                          "dimension (a position the output padding adds, within the window's reach or past it), else 0",
     },
-    "reduce": {
-        "ties": "how many elements of the group equal the one an index reduction picks (1 for the other combines)",
-        "out_of_range": "1 where the exact result of an integer output lies outside the output type's range, else 0",
-    },
-}
-BOUND_VARIABLES: dict[str, dict[str, str]] = {
-    "reduce": {
-        "N": "the number of elements in the group (the product of the reduced sizes)",
-        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
-               "eps relative",
-        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
-        "tiny_out": "the output type's smallest normal",
-        "max_out": "the output type's largest finite value",
-        "inf": "+infinity: a bound of inf accepts every result, NaN included",
-        "exact": "the exact result (float64)",
-        "total": "the exact accumulation before the final function: the sum of the terms (sum of squares for l2, sum of "
-                 "exp(x) for log_sum_exp), the product for multiply, the result for max and min",
-        "sum_abs": "the sum of |term| over the group's finite terms (x; |x| for l1; x^2 for l2 and sum_square; exp(x) for "
-                   "log_sum_exp)",
-        "max_abs": "the largest |x| over the group's finite elements",
-        "big": "the product of max(1, |x|) over the finite elements: no partial product is larger",
-        "small": "the product of min(1, |x|) over the finite non-zero elements: no partial product of them is smaller",
-    },
-    "matmul": {
-        "K": "the number of terms of the dot product (the shared dimension of op(a) and op(b))",
-        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
-               "eps relative",
-        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, product or partial sum may be flushed)",
-        "tiny_out": "the output type's smallest normal",
-        "max_out": "the output type's largest finite value",
-        "inf": "+infinity: a bound of inf accepts every value of ab, NaN included",
-        "exact": "the exact dot product ab (float64)",
-        "sum_abs": "the sum of |a_k * b_k| over the K terms whose factors are finite",
-        "sum_inputs": "the sum of |a_k| + |b_k| over the K terms' finite factors (a flushed fp32 denormal factor moves "
-                      "its product by less than tiny times the other factor)",
-    },
-}
-BOUND_VARIABLES["window"] = {
-    **BOUND_VARIABLES["matmul"],
+    bound_variables={
+    **MATMUL.bound_variables,
     "K": "the number of terms of the window's dot product: (channels / groups) * prod(kernel sizes), an upper bound "
          "on the kernel positions that land on the input",
     "inf": "+infinity: a bound of inf accepts every value of xw, NaN included",
@@ -210,7 +236,12 @@ BOUND_VARIABLES["window"] = {
     "sum_abs": "the sum of |x * w| over the window's terms whose factors are finite",
     "sum_inputs": "the sum of |x| + |w| over the window's terms' finite factors (a flushed fp32 denormal factor moves "
                   "its product by less than tiny times the other factor)",
-}
+},
+)
+
+# Every family, by name: what the spec loader checks a `formula.family` against, and what the
+# reference's plug-ins (harness.reference.families, one module each) declare they compute.
+DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE, SORT, DATA_MOVEMENT, GATHER, MATMUL, WINDOW)}
 
 
 @dataclass(frozen=True)
@@ -257,10 +288,10 @@ class FamilySpec:
 def _read_bounds(value: Any, name: str, combine: tuple[str, ...]) -> dict[str, Bound]:
     """`bounds`: {choice: {atol: formula, why: text}}, each formula over the family's bound
     variables (all floats), keyed by the choices that `combine` can take (or, for a family without
-    `combine`, by its FORMULA_VARIABLES)."""
+    `combine`, by its formula variables)."""
     if not isinstance(value, dict):
         raise FormulaError("bounds: expected a mapping of combine choices to {atol, why}")
-    variables = BOUND_VARIABLES.get(name, {})
+    variables = DECLARATIONS[name].bound_variables
     facts = KindFacts(variables={v: frozenset({FLOAT}) for v in variables}, tensors={},
                       why={v: f"{v} is a float bound variable" for v in variables})
     out = {}
@@ -281,12 +312,17 @@ def _read_bounds(value: Any, name: str, combine: tuple[str, ...]) -> dict[str, B
 
 def formula_variables(name: str | None) -> dict[str, str]:
     """The values family `name` computes that the spec's expression reads ({} for no family)."""
-    return FORMULA_VARIABLES.get(name or "", {})
+    return DECLARATIONS[name].formula_variables if name else {}
 
 
 def element_variables(name: str | None) -> dict[str, str]:
     """The names family `name` gives the spec's unspecified rules ({} for no family)."""
-    return ELEMENT_VARIABLES.get(name or "", {})
+    return DECLARATIONS[name].element_variables if name else {}
+
+
+def bound_variables(name: str | None) -> dict[str, str]:
+    """The names family `name`'s `bounds` formulas read per output element ({} for no family)."""
+    return DECLARATIONS[name].bound_variables if name else {}
 
 
 ELEMENT_KIND = INTEGER
@@ -295,9 +331,10 @@ ELEMENT_KIND = INTEGER
 def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> FamilySpec:
     """Check `raw` against the family's declaration; raise FormulaError saying what is wrong."""
     name = raw["name"]
-    declared = FAMILIES.get(name)
-    if declared is None:
-        raise FormulaError(f"unknown family {name!r}; known: {', '.join(sorted(FAMILIES))}")
+    declaration = DECLARATIONS.get(name)
+    if declaration is None:
+        raise FormulaError(f"unknown family {name!r}; known: {', '.join(sorted(DECLARATIONS))}")
+    declared = declaration.params
     params: dict[str, Any] = {}
     unknown = sorted(set(raw) - set(declared) - {"name"})
     if unknown:

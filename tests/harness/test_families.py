@@ -63,9 +63,12 @@ def test_data_movement_must_not_flush_a_denormal():
 
 
 def test_every_declared_family_has_exactly_one_plugin():
-    """harness.spec.families declares what a spec may say of each family; the reference's registry
-    (harness.reference.families.PLUGINS) holds one computation per family: the two name the same set."""
+    """harness.spec.families declares what a spec may say of each family; each plug-in module of
+    harness.reference.families registers one FamilyPlugin pointing at its declaration: the
+    registry and the declarations name the same families, each plug-in with its own declaration."""
     from harness.reference.families import PLUGINS
-    from harness.spec.families import FAMILIES
-    assert set(PLUGINS) == set(FAMILIES)
-    assert all(callable(compute) for compute, _ in PLUGINS.values())
+    from harness.spec.families import DECLARATIONS
+    assert set(PLUGINS) == set(DECLARATIONS)
+    for name, plugin in PLUGINS.items():
+        assert plugin.declaration is DECLARATIONS[name] and callable(plugin.compute)
+    assert PLUGINS["reduce"].device is not None  # the arithmetic reduction's legal device

@@ -27,7 +27,7 @@ from harness.spec.expr import EvalContext, _select, parse_formula
 from harness.model.layout import pack_buffer
 from harness.reference.prefetch import PREFETCH_MIN_ELEMENTS, start_reference
 from harness.reference.evaluate import expected_for
-from harness.spec.families import BOUND_VARIABLES, element_variables, formula_variables
+from harness.spec.families import bound_variables, element_variables, formula_variables
 from harness.spec.model import enum_members, struct_variables
 from tests.helpers import SPECS
 
@@ -245,7 +245,7 @@ def test_evaluation_in_place_never_writes_the_variables(operator):
     variables = {var: rng.standard_normal(N) * 50 for var in spec.formula.inputs}
     # a family's facts about each element's group (unspecified rules) and its bound variables
     variables.update({name: rng.integers(0, 3, N) for name in element_variables(family.name if family else None)})
-    variables.update({name: np.abs(rng.standard_normal(N)) * 50 for name in BOUND_VARIABLES.get(family.name if family else "", {})})
+    variables.update({name: np.abs(rng.standard_normal(N)) * 50 for name in bound_variables(family.name if family else None)})
     # values a family computes for the formula (matmul's dot product `ab`)
     variables.update({name: rng.standard_normal(N) * 50 for name in formula_variables(family.name if family else None)})
     variables.update({name: rng.integers(0, 8, N) for name in (*COORDINATE_NAMES, LINEAR_INDEX)})  # element coordinates

@@ -22,8 +22,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, expression_scope, scalar_union
-from harness.reference.families.result import FamilyResult
+from harness.reference.families.result import FamilyPlugin, FamilyResult
 from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 
@@ -145,3 +146,6 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     family_result.summaries[var] = result
     family_result.unspecified[out_name] = _unspecified(spec, descriptor, var, result)
     return family_result
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["data_movement"], compute)

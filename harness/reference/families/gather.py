@@ -11,7 +11,7 @@ elements in the same order, right-aligned (only leading 1s cropped or added), so
 
 A negative index counts from the axis' end. Which indices are valid is the spec's to say, not the
 plug-in's: it gives the spec's `unspecified` rules, per output element, the index that selected
-it (`index`) and the axis' size (`axis_size`) (ELEMENT_VARIABLES), and reads an index outside
+it (`index`) and the axis' size (`axis_size`) (its element variables), and reads an index outside
 [-axis_size, axis_size) as 0, so that the reference still has a value there for the rule to mark.
 """
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names
-from harness.reference.families.result import FamilyResult
+from harness.reference.families.result import FamilyPlugin, FamilyResult
 from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -75,3 +76,6 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
             masks[rule.id] = hit
     family_result.unspecified[out_name] = masks
     return family_result
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["gather"], compute)

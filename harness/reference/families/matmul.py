@@ -15,7 +15,7 @@ inf * 0, gives NaN; an infinity an infinity).
 
 Precision model. A conforming device may add the K products in any order and round each step
 within D3D's bounds (and flush fp32 denormal factors, products and partial sums); the spec states
-how far from the exact `ab` that can take it (`bounds.ab`, a formula over BOUND_VARIABLES, the
+how far from the exact `ab` that can take it (`bounds.ab`, a formula over the family's bound variables, the
 reduce family's mechanism: harness.reference.families.evaluate_bound). The judge then evaluates
 the spec's expression under the element-wise precision model with `ab` anywhere within that bound
 (FamilyResult.epilogue): Alpha, Beta, C and the activation are rounded, flushed and computed in
@@ -27,9 +27,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_formula_near_midpoints
 from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 
@@ -98,7 +99,7 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     |a_k| + |b_k|) broadcast to the output's Sizes; `terms` is the bound's K; `flushed` the dot
     product over fp32-flushed factors where it differs (None: no denormal factor). `operands` are
     the tensors read through the dot product only; `facts` the family's element variables
-    (harness.spec.families.ELEMENT_VARIABLES) for the spec's unspecified rules, per output element."""
+    (the family's element_variables (harness.spec.families)) for the spec's unspecified rules, per output element."""
     family = spec.formula.family
     assert family is not None
     out_name = spec.formula.output
@@ -155,3 +156,6 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
             masks[rule.id] = hit
     result.unspecified[out_name] = masks
     return result
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["matmul"], compute)

@@ -19,7 +19,7 @@ Precision model. Comparisons are exact in every type, but a D3D device may flush
 inputs to a zero of the same sign (fp32_input_flush): the result over the flushed input is a legal
 alternative. An arithmetic reduction may also add in any order and round each step within D3D's
 bounds; the spec states, per combine, how far from the exact value that can take a conforming
-device (`bounds`, formulas over BOUND_VARIABLES evaluated here per output element). A bound of
+device (`bounds`, formulas over the family's bound variables evaluated here per output element). A bound of
 +inf accepts every result. IEEE propagation stays exact: a group holding a NaN must give NaN
 (every arithmetic combine), whatever its bound.
 """
@@ -32,9 +32,10 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, expression_scope
-from harness.reference.families.result import FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 INDEX = ("argmax", "argmin")
@@ -226,7 +227,7 @@ def _round_logarithms(grouped64: np.ndarray, combine: str, exact: np.ndarray, ou
 
 
 def _bound_variables(grouped64: np.ndarray, combine: str, combined: _Combined, out_type: DataType) -> dict[str, object]:
-    """The bound variables of harness.spec.families.BOUND_VARIABLES, per group (float64)."""
+    """The bound variables of the family's bound_variables (harness.spec.families), per group (float64)."""
     finite = np.isfinite(grouped64)
     terms = _terms(grouped64, combine)
     with np.errstate(all="ignore"):
@@ -392,3 +393,5 @@ def _sequential(grouped: np.ndarray, combine: str, rng: np.random.Generator, dty
             acc = np.log(acc) + shift[..., 0]
     return acc.astype(dtype)
 
+
+PLUGIN = FamilyPlugin(DECLARATIONS["reduce"], compute, legal_device)

@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.spec.expr import Formula
+from harness.spec.families import FamilyDeclaration
 from harness.spec.model import OperatorSpec
 
 
@@ -39,7 +40,7 @@ F32_SMALLEST_NORMAL = 2.0 ** -126
 
 
 def type_bound_variables(out_numpy: np.dtype) -> dict[str, np.float64]:
-    """The bound variables every arithmetic family shares (harness.spec.families.BOUND_VARIABLES):
+    """The bound variables every arithmetic family shares (the family's bound_variables (harness.spec.families)):
     one faithful step `eps` and the range of the output type, FLOAT32's smallest normal `tiny`
     (what D3D may flush), and `inf`."""
     info = np.finfo(out_numpy)
@@ -74,3 +75,21 @@ def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
 
 Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
 Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Generator], dict[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class FamilyPlugin:
+    """One family's reference, declared in one place: the module that computes it ends with
+    `PLUGIN = FamilyPlugin(DECLARATIONS[name], compute, device)`, and the registry
+    (harness.reference.families) collects every module's PLUGIN. `declaration` is what a spec may
+    say of the family (harness.spec.families); `device`, where set, gives the outputs of one
+    conforming device whose results may legally differ from the exact ones by more than flushed
+    inputs (an arithmetic reduction's order and rounding), for the worst legal backend."""
+
+    declaration: FamilyDeclaration
+    compute: Compute
+    device: Device | None = None
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name

@@ -17,8 +17,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import FamilyResult, flush_f32_denormals
+from harness.reference.families.result import FamilyPlugin, FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 
@@ -67,3 +68,6 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
             values_name: [("fp32_input_flush", flushed_values.astype(value_type)), ("fp32_input_flush", original_values.astype(value_type))],
             indices_name: [("fp32_input_flush", flushed_indices.astype(index_type))]}
     return result
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["sort"], compute)

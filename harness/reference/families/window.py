@@ -29,12 +29,13 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import FamilyResult, flush_f32_denormals
+from harness.reference.families.result import FamilyPlugin, FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
 from harness.reference.families.windowing import Window, output_padded, past_reach, window_positions
+from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
-VARIABLE = "xw"  # the family's formula variable (harness.spec.families.FORMULA_VARIABLES)
+VARIABLE = "xw"  # the family's formula variable (its formula_variables in harness.spec.families)
 
 
 def _raw(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
@@ -132,3 +133,6 @@ def _output_padding(p: dict, names: dict, rank: int) -> tuple[int, ...]:
     """The family's `output_padding` array (zeros where the spec names none or it is shorter)."""
     values = [int(v) for v in names.get(p["output_padding"], [])] if p.get("output_padding") else []
     return tuple(values[d] if d < len(values) else 0 for d in range(rank))
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["window"], compute)
