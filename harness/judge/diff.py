@@ -9,7 +9,7 @@ rejected-invalid (the expected rejection: a pass for invalid cases).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from harness.model.backend import Crashed, Outputs, Rejected, RunResult, Unsuppo
 from harness.model.descriptor import Case
 from harness.model.layout import elements_bytes, read_tensor, span_elements
 from harness.reference.evaluate import Expected, expected_for
+from harness.reference.facts import ElementFacts
 from harness.spec.catalog import DataType
 from harness.spec.model import Comparison, OperatorSpec
 from harness.model.validator import case_verdict
@@ -57,6 +58,7 @@ class DiffResult:
     bad_mask: np.ndarray | None = None    # elements that failed the comparison (None: none did)
     expected: Expected | None = None
     unspecified_reasons: list[str] = field(default_factory=list)
+    legal_note: str | None = None  # why the precision model could not judge (the comparison was exact)
 
     @property
     def failed(self) -> bool:
@@ -204,48 +206,51 @@ def _differing(want: np.ndarray, got: np.ndarray) -> tuple[int, np.ndarray | Non
     return int(same.size), np.flatnonzero(~same)
 
 
-def _settle_differences(comparison: Comparison, expected: Expected, name: str, out_type: DataType,
-                        want: np.ndarray, got: np.ndarray,
-                        index: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Masks over `index` (legal, ties, unspecified, bad) and the liberty tags of the legal ones:
-    the spec's comparison first, then the precision model, then rounding ties, then the
-    unspecified regions (exact, or reached through a liberty), with the unspecified rules met."""
-    want_d, got_d = want.reshape(-1)[index], got.reshape(-1)[index]
+class Settlement(NamedTuple):
+    """How the judge settled the differing elements (masks over them)."""
+
+    legal: np.ndarray        # accepted only under the precision model
+    tags: np.ndarray         # the liberties each legal element needed
+    ties: np.ndarray         # an integer result rounding a tie the other way
+    unspecified: np.ndarray  # where the docs leave the result open (as given, or reached through a liberty)
+    bad: np.ndarray          # failed
+    reasons: list[str]       # the unspecified rules met
+    model_asked: bool        # some element needed the precision model (the comparison did not accept it)
+
+
+def _settle_differences(comparison: Comparison, facts: ElementFacts, out_type: DataType, want_d: np.ndarray,
+                        got_d: np.ndarray) -> Settlement:
+    """Masks over the differing elements (legal, ties, unspecified, bad), the liberty tags of the
+    legal ones and the unspecified rules met: the spec's comparison first, then the precision
+    model, then rounding ties, then the unspecified regions (exact, or reached through a
+    liberty). A pure function of the values and the reference's facts about them."""
     def atol_at(positions: np.ndarray) -> np.ndarray | None:
-        return expected.atol(name, index[positions])
+        return None if facts.atol is None else facts.atol[positions]
 
     ok = _accepted(comparison, want_d, got_d, atol_at)
-    legal = np.zeros(index.shape, dtype=bool)
-    tags = np.zeros(index.shape, dtype=np.uint16)
-    ties = np.zeros(index.shape, dtype=bool)
-    unspecified_d = np.zeros(index.shape, dtype=bool)
+    model_asked = bool((~ok).any())  # the precision model judges what the comparison does not accept
+    legal = ~ok & facts.legal
+    tags = np.where(legal, facts.legal_tags, np.uint16(0)).astype(np.uint16)
+    ok = ok | legal
+    ties = np.zeros(want_d.shape, dtype=bool)
+    unspecified_d = np.zeros(want_d.shape, dtype=bool)
     reasons: list[str] = []
-    if not ok.all():
-        rest = np.flatnonzero(~ok)
-        judged = expected.legal(name, index[rest], got_d[rest])
-        if judged is not None:
-            accepted, needed = judged
-            legal[rest[accepted]] = True
-            tags[rest[accepted]] = needed[accepted]
-            ok = ok | legal
-        tie_mask = expected.ties(name, index)
-        if tie_mask is not None and out_type.kind != "float":
-            near = np.abs(got_d.astype(np.int64) - want_d.astype(np.int64)) <= 1
-            ties = ~ok & tie_mask & near
-        if not (ok | ties).all():
-            unspecified_d = expected.unspecified(name, index)
-            # this judgement's own reasons: the memoised Expected is shared by every backend's
-            # judgement of the case, so reasons kept on it would leak into the next backend's result
-            reasons = list(expected.unspecified_reasons.get(name, []))
-            rest = np.flatnonzero(~ok & ~ties & ~unspecified_d)
-            if rest.size:
-                reached, reached_reasons = expected.legal_unspecified(name, index[rest])
-                unspecified_d[rest[reached]] = True
-                if reached.any():
-                    reasons += [r for r in reached_reasons if r not in reasons]
+    if facts.ties is not None and out_type.kind != "float":
+        near = np.abs(got_d.astype(np.int64) - want_d.astype(np.int64)) <= 1
+        ties = ~ok & facts.ties & near
+    if not (ok | ties).all():
+        unspecified_d = facts.unspecified.copy()
+        reasons = list(facts.unspecified_reasons)
+        rest = ~ok & ~ties & ~unspecified_d
+        for reason, reached in facts.reachable:
+            hit = reached & rest
+            if hit.any():
+                unspecified_d |= hit
+                if reason not in reasons:
+                    reasons.append(reason)
     unspecified_d = ~ok & ~ties & unspecified_d
     bad_d = ~ok & ~ties & ~unspecified_d
-    return (legal, tags), ties, unspecified_d, bad_d, reasons
+    return Settlement(legal, tags, ties, unspecified_d, bad_d, reasons, model_asked)
 
 
 def liberty_counts(expected: Expected, tags: np.ndarray) -> dict[str, int]:
@@ -292,8 +297,8 @@ def _set_verdict(result: DiffResult, comparison: Comparison, out_type: DataType,
     """Set `result`'s status and summary from its counts and the masks of bad, unspecified and tie elements."""
     name = result.output
     notes = []
-    if result.expected is not None and result.expected.legal_note:  # the judge fell back to the exact comparison
-        notes.append(f"precision model not applied: {result.expected.legal_note}")
+    if result.legal_note:  # the judge fell back to the exact comparison
+        notes.append(f"precision model not applied: {result.legal_note}")
     if result.legal_count:
         taken = ", ".join(f"{liberty} x{count}" for liberty, count in sorted(result.liberties.items()))
         notes.append(f"{result.legal_count} element(s) legal under the D3D precision model ({taken})")
@@ -361,7 +366,9 @@ def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
         return DiffResult(PASS, f"{compared} elements of {name} ({out_type.name}) match", name, out_type.name,
                           elements=compared, expected=expected)
 
-    (legal, tags), ties, unspecified_d, bad_d, reasons = _settle_differences(comparison, expected, name, out_type, want, got, index)
+    facts = expected.element_facts(name, index, got.reshape(-1)[index])
+    settled_as = _settle_differences(comparison, facts, out_type, want.reshape(-1)[index], got.reshape(-1)[index])
+    legal, tags, ties, unspecified_d, bad_d, reasons = settled_as[:6]
     settled = not (bad_d.any() or unspecified_d.any() or ties.any())
     bad = None
     if bad_d.any():  # for the expectations, which match explained divergences element by element
@@ -375,7 +382,7 @@ def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
                         unspecified_count=int(unspecified_d.sum()), tie_count=int(ties.sum()), legal_count=int(legal.sum()),
                         liberties=liberty_counts(expected, tags[legal]) if legal.any() else {},
                         ulp_errors=ulps, unspecified_reasons=reasons,
-                        bad_mask=bad, expected=expected)
+                        bad_mask=bad, expected=expected, legal_note=facts.legal_note if settled_as.model_asked else None)
     shown = index[bad_d] if bad_d.any() else (index[unspecified_d | ties] if (unspecified_d | ties).any() else index[legal])
     result.first = _report_rows(expected, want, got, ulps, shown)
     _set_verdict(result, comparison, out_type, bad_d, unspecified_d, ties)

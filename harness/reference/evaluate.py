@@ -24,6 +24,7 @@ from harness.spec.context import attribute_values, formula_context, item_data_ty
 from harness.spec.expr import EvalContext
 from harness.model.blocks import spread_blocks
 from harness.model.layout import read_tensor
+from harness.reference.facts import ElementFacts
 from harness.reference.rounding import TRANSCENDENTAL_WINDOW, canonical_nans, float_to_integer, round_formula_near_midpoints
 from harness.spec.fused import with_fused_activations
 from harness.spec.model import OperatorSpec, struct_variables
@@ -49,7 +50,6 @@ class Expected:
         self.variables = variables
         self._ctx = ctx
         self.unspecified_reasons: dict[str, list[str]] = {}
-        self.legal_note: str | None = None  # why the precision model could not judge this case
 
     def _shape(self, name: str) -> tuple[int, ...]:
         return self.outputs[name].shape
@@ -87,7 +87,14 @@ class Expected:
         return np.broadcast_to(np.asarray(formula.evaluate(self._subset_context(name, flat_index)), dtype=dtype), length)
 
     def unspecified(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray:
-        """Where the docs leave the result open: over the logical shape, or over `flat_index`."""
+        """Where the docs leave the result open: over the logical shape, or over `flat_index`
+        (the rules met are kept in `unspecified_reasons[name]`, for a reader of this case)."""
+        mask, reasons = self.unspecified_rules(name, flat_index)
+        self.unspecified_reasons[name] = reasons
+        return mask
+
+    def unspecified_rules(self, name: str, flat_index: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+        """Where the docs leave the result open, and the rules met there (changes nothing)."""
         out_type = self._out_type(name)
         length = self._shape(name) if flat_index is None else flat_index.shape
         mask = np.zeros(length, dtype=bool)
@@ -99,8 +106,29 @@ class Expected:
             if hit.any():
                 reasons.append(rule.id)
                 mask = mask | hit
-        self.unspecified_reasons[name] = reasons
-        return mask
+        return mask, reasons
+
+    def element_facts(self, name: str, index: np.ndarray, actual: np.ndarray) -> ElementFacts:
+        """Everything the judge needs of the reference about output `name` at the flat elements
+        `index`, where the backend returned `actual`: one call, plain data (harness.reference.facts)."""
+        notes: list[str] = []
+        judged = self.legal(name, index, actual, notes)
+        legal = judged[0] if judged is not None else np.zeros(index.shape, dtype=bool)
+        tags = judged[1] if judged is not None else np.zeros(index.shape, dtype=np.uint16)
+        unspecified, reasons = self.unspecified_rules(name, index)
+        reachable: list[tuple[str, np.ndarray]] = []
+        rest = np.flatnonzero(~legal & ~unspecified)
+        if rest.size:
+            hits: list[tuple[str, np.ndarray]] = []
+            self.legal_unspecified(name, index[rest], hits)
+            for reason, hit in hits:
+                over_index = np.zeros(index.shape, dtype=bool)
+                over_index[rest[hit]] = True
+                reachable.append((reason, over_index))
+        return ElementFacts(index=index, atol=self.atol(name, index), legal=legal, legal_tags=tags,
+                            model_applies=judged is not None, legal_note=notes[0] if notes else None,
+                            ties=self.ties(name, index), unspecified=unspecified, unspecified_reasons=tuple(reasons),
+                            reachable=tuple(reachable))
 
     def _comparison_array(self, name: str, which: str, dtype, flat_index: np.ndarray | None) -> np.ndarray | None:
         """The comparison's `ties` or `atol` expression over the output's elements (or a subset)."""
@@ -144,14 +172,15 @@ class Expected:
                 operands[var] = Operand(np.asarray(value), "constant", None)
         return operands, ctx, tensor_types
 
-    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray,
+              notes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """Which of the backend's values at `flat_index` a conforming device may return, and the
         liberty tags each needed; None where the model does not apply (see `_legal_inputs`) or
-        has no rule for the formula (`legal_note` then says why). Evaluated in blocks of
+        has no rule for the formula (`notes` then gets why). Evaluated in blocks of
         LEGAL_BLOCK elements, so that a sweep whose every element differs (a GPU flushing all 2^23
         fp32 denormals of a chunk) stays within a few hundred MB."""
         if flat_index.size > LEGAL_BLOCK:
-            blocks = [self.legal(name, flat_index[i:i + LEGAL_BLOCK], np.asarray(actual)[i:i + LEGAL_BLOCK])
+            blocks = [self.legal(name, flat_index[i:i + LEGAL_BLOCK], np.asarray(actual)[i:i + LEGAL_BLOCK], notes)
                       for i in range(0, flat_index.size, LEGAL_BLOCK)]
             if any(b is None for b in blocks):
                 return None
@@ -166,7 +195,8 @@ class Expected:
             parts = legal_values(self.spec.catalog.arithmetic, self.spec.for_output(name).formula.expression, operands,
                                  int(flat_index.size), ctx, self._out_type(name), tensor_types)
         except ModelUnsupported as exc:
-            self.legal_note = str(exc)
+            if notes is not None:
+                notes.append(str(exc))
             return None
         out_dtype = self.spec.catalog.dtype(self._out_type(name))
         if not out_dtype.is_float:
@@ -175,9 +205,11 @@ class Expected:
             actual64 = np.asarray(actual).astype(np.float64)
         return contains(parts, actual64)
 
-    def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    def legal_unspecified(self, name: str, flat_index: np.ndarray,
+                          hits: list[tuple[str, np.ndarray]] | None = None) -> tuple[np.ndarray, list[str]]:
         """Where an `unspecified` rule may hold on some legal evaluation (a liberty can turn a defined
-        element into an unspecified one: a flushed denormal times INF is NaN), with the reasons."""
+        element into an unspecified one: a flushed denormal times INF is NaN), with the reasons
+        (and, into `hits`, each reason with the elements it holds for)."""
         mask = np.zeros(flat_index.shape, dtype=bool)
         reasons: list[str] = []
         inputs = self._legal_inputs(name, flat_index)
@@ -185,13 +217,13 @@ class Expected:
             return mask, reasons
         operands, ctx, tensor_types = inputs
         unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size), mask, reasons,
-                                output=name)
+                                output=name, hits=hits)
         return mask, reasons
 
 
 def unspecified_under_model(spec: OperatorSpec, out_type: str, operands: dict, ctx: EvalContext, tensor_types: list[str],
                             n: int, mask: np.ndarray, reasons: list[str], liberty: str | None = None,
-                            output: str | None = None) -> None:
+                            output: str | None = None, hits: list[tuple[str, np.ndarray]] | None = None) -> None:
     """Mark in `mask` (in place) the elements where some `unspecified` rule of `spec` may hold on a
     legal evaluation of its condition over `operands`, adding each rule's id to `reasons` with the
     liberties it needs (and `liberty`, the alternative the operands stand for)."""
@@ -208,6 +240,8 @@ def unspecified_under_model(spec: OperatorSpec, out_type: str, operands: dict, c
         if hit.any():
             needed = sorted({name for t in np.unique(tags[hit]) for name in model.names(int(t))} | ({liberty} if liberty else set()))
             reasons.append(rule.id + (f" (under the precision model: {', '.join(needed)})" if needed else ""))
+            if hits is not None:
+                hits.append((reasons[-1], np.array(hit, dtype=bool)))
             mask |= hit
 
 
@@ -344,7 +378,7 @@ class FamilyExpected(Expected):
     def _subset_context(self, name: str, flat_index: np.ndarray | None) -> EvalContext:
         raise NotImplementedError("a family operator's comparisons are given by its plug-in")
 
-    def unspecified(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray:
+    def unspecified_rules(self, name: str, flat_index: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
         masks = self.family.unspecified.get(name, {})
         shape = self._shape(name)
         out = np.zeros(shape if flat_index is None else flat_index.shape, dtype=bool)
@@ -354,8 +388,7 @@ class FamilyExpected(Expected):
             if hit.any():
                 reasons.append(rule)
                 out = out | hit
-        self.unspecified_reasons[name] = reasons
-        return out
+        return out, reasons
 
     def ties(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
         return None
@@ -363,7 +396,8 @@ class FamilyExpected(Expected):
     def atol(self, name: str, flat_index: np.ndarray | None = None) -> np.ndarray | None:
         return None
 
-    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray,
+              notes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """The plug-in's legal alternatives (equal values), then its error bound: a float result
         within the bound of the exact value, or anything where the bound is infinite (liberty
         `rounding`: the order and the rounding of the steps)."""
@@ -378,7 +412,7 @@ class FamilyExpected(Expected):
             accepted |= hit
             tags[hit] |= liberty_bit(liberty)
         if name in self.family.epilogue:
-            hit, hit_tags = self._epilogue_legal(name, flat_index, actual)
+            hit, hit_tags = self._epilogue_legal(name, flat_index, actual, notes)
             hit &= ~accepted
             accepted |= hit
             tags[hit] |= hit_tags[hit]
@@ -425,7 +459,8 @@ class FamilyExpected(Expected):
         tensor_types = [t.data_type for t in descriptor.tensors.values() if t is not None]
         return operands, replace(ctx, variables={k: o.values for k, o in operands.items()}), tensor_types
 
-    def _epilogue_legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _epilogue_legal(self, name: str, flat_index: np.ndarray, actual: np.ndarray,
+                        notes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The spec's expression under the precision model over the values the plug-in computed per
         output element, each anywhere within its bound (FamilyResult.epilogue): the element-wise
         model's rules for Alpha, Beta, C and a fused activation, as for any element-wise operator."""
@@ -439,7 +474,8 @@ class FamilyExpected(Expected):
                 parts = legal_values(self.spec.catalog.arithmetic, self.spec.formula.expression, operands, int(flat_index.size),
                                      ctx, self._out_type(name), tensor_types)
             except ModelUnsupported as exc:
-                self.legal_note = str(exc)
+                if notes is not None:
+                    notes.append(str(exc))
                 continue
             with np.errstate(invalid="ignore"):
                 hit, hit_tags = contains(parts, np.asarray(actual).astype(np.float64))
@@ -448,7 +484,8 @@ class FamilyExpected(Expected):
             tags[hit] |= hit_tags[hit] | (np.uint16(liberty_bit(liberty)) if liberty else np.uint16(0))
         return accepted, tags
 
-    def legal_unspecified(self, name: str, flat_index: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    def legal_unspecified(self, name: str, flat_index: np.ndarray,
+                          hits: list[tuple[str, np.ndarray]] | None = None) -> tuple[np.ndarray, list[str]]:
         """Where an `unspecified` rule of the epilogue may hold on some legal evaluation (the dot
         product anywhere within its bound, the precision model's liberties after it: an overflowed
         ab times a zero Alpha is NaN, which a fused activation's min/max may meet)."""
@@ -459,7 +496,7 @@ class FamilyExpected(Expected):
         for liberty, override in self._epilogue_variants(name):
             operands, ctx, tensor_types = self._epilogue_operands(name, flat_index, override)
             unspecified_under_model(self.spec, self._out_type(name), operands, ctx, tensor_types, int(flat_index.size),
-                                    mask, reasons, liberty, output=name)
+                                    mask, reasons, liberty, output=name, hits=hits)
         return mask, reasons
 
 

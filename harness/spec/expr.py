@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.spec.functions import BIT_FUNCTIONS, EXACT_VALUE_FUNCTIONS, MATH_FUNCTIONS, exact_floor_mod, exact_fmod
+from harness.spec.functions import BIT_FUNCTIONS, EXACT_VALUE_FUNCTIONS, MATH_FUNCTIONS, erfc, exact_floor_mod, exact_fmod
 
 
 # Element coordinates (element-wise formulas): `coord0` is the element's index along the output's
@@ -721,6 +721,42 @@ def _is_exp_minus_one(node: ast.BinOp) -> bool:
             and isinstance(node.right, ast.Constant) and type(node.right.value) in (int, float) and node.right.value == 1)
 
 
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
+
+
+def _call_of(node: ast.AST, name: str) -> ast.AST | None:
+    """The argument of a one-argument call of `name`, or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name and len(node.args) == 1:
+        return node.args[0]
+    return None
+
+
+def _one_plus_erf_argument(node: ast.BinOp) -> ast.AST | None:
+    """`1 + erf(a)` (either order): evaluated as erfc(-a), the same real value without float64's
+    cancellation where erf(a) is near -1 (GELU's tail: 1 + erf(-5.77) in float64 is 5% off)."""
+    if not isinstance(node.op, ast.Add):
+        return None
+    if _is_one(node.left):
+        return _call_of(node.right, "erf")
+    if _is_one(node.right):
+        return _call_of(node.left, "erf")
+    return None
+
+
+def _log_one_plus_argument(node: ast.Call) -> ast.AST | None:
+    """`log(1 + t)` (either order): evaluated as log1p(t), without float64's cancellation where t is
+    tiny (a softplus of -50 is 1.9e-22, which log(1 + t) in float64 gives as 0)."""
+    inner = _call_of(node, "log")
+    if not isinstance(inner, ast.BinOp) or not isinstance(inner.op, ast.Add):
+        return None
+    if _is_one(inner.left):
+        return inner.right
+    if _is_one(inner.right):
+        return inner.left
+    return None
+
+
 def _eval(node: ast.AST, ctx: EvalContext) -> Any:
     return _node(node, ctx)[0]
 
@@ -737,6 +773,9 @@ def _node(node: ast.AST, ctx: EvalContext) -> tuple[Any, bool]:
     if isinstance(node, ast.BinOp):
         if _is_exp_minus_one(node):
             return np.expm1(_as_float(_node(node.left.args[0], ctx)[0])), True  # type: ignore[attr-defined]
+        erf_argument = _one_plus_erf_argument(node)
+        if erf_argument is not None:
+            return erfc(np.negative(_as_float(_node(erf_argument, ctx)[0]))), True
         return _apply(_BINOPS[type(node.op)], [_node(node.left, ctx), _node(node.right, ctx)])
     if isinstance(node, ast.UnaryOp):
         operand = _node(node.operand, ctx)
@@ -758,6 +797,10 @@ def _node(node: ast.AST, ctx: EvalContext) -> tuple[Any, bool]:
     if isinstance(node, ast.Call):
         fname = node.func.id  # type: ignore[attr-defined]
         impl = FUNCTIONS[fname][1]
+        log_argument = _log_one_plus_argument(node)
+        if log_argument is not None:
+            with np.errstate(all="ignore"):
+                return np.log1p(_as_float(_node(log_argument, ctx)[0])), True
         if fname in TENSOR_NAME_FUNCTIONS:
             extra = [a.value for a in node.args[1:]]  # type: ignore[attr-defined]
             return impl(ctx, node.args[0].id, *extra), False  # type: ignore[attr-defined]

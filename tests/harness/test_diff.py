@@ -156,3 +156,28 @@ def test_unspecified_reasons_do_not_leak_between_backends_of_one_case():
     second = compare_outputs(spec, case, {"OutputTensor": pack_buffer(b, desc, catalog.dtype("FLOAT32"))}, expected)
     assert first.status == "diverges-on-unspecified" and first.unspecified_reasons == ["nan_into_min_max"]
     assert second.status == "pass" and second.unspecified_reasons == []
+
+
+def test_the_judge_settles_from_plain_facts():
+    """The judge is a function of the values and the reference's ElementFacts (no reference object):
+    five differing INT32 elements, each settled by one fact, by hand: element 0 is a legal value,
+    1 rounds a tie (1 away), 2 lies where the docs leave the result open, 3 reaches an unspecified
+    rule only under a liberty, 4 is none of these and fails."""
+    from harness.judge.diff import _settle_differences
+    from harness.reference.facts import ElementFacts
+    spec = SPECS.operator("ELEMENT_WISE_ADD")
+    want = np.array([10, 20, 30, 40, 50], np.int32)
+    got = np.array([11, 21, 99, 99, 99], np.int32)
+    none = np.zeros(5, dtype=bool)
+    facts = ElementFacts(index=np.arange(5), atol=None,
+                         legal=np.array([True, False, False, False, False]), legal_tags=np.array([4, 0, 0, 0, 0], np.uint16),
+                         model_applies=True, legal_note=None, ties=np.array([False, True, False, False, True]),
+                         unspecified=np.array([False, False, True, False, False]), unspecified_reasons=("rule_a",),
+                         reachable=(("rule_b (under the precision model: flush)", np.array([False, False, False, True, False])),
+                                    ("rule_c", none)))
+    settled = _settle_differences(spec.comparison_for("INT32"), facts, SPECS.catalog.dtype("INT32"), want, got)
+    assert settled.legal.tolist() == [True, False, False, False, False] and settled.tags.tolist() == [4, 0, 0, 0, 0]
+    assert settled.ties.tolist() == [False, True, False, False, False]  # element 4 is a tie but 49 away: no
+    assert settled.unspecified.tolist() == [False, False, True, True, False]
+    assert settled.bad.tolist() == [False, False, False, False, True]
+    assert settled.reasons == ["rule_a", "rule_b (under the precision model: flush)"] and settled.model_asked
