@@ -235,9 +235,17 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
         specs = load_specs(specs_dir)
     except SpecError as exc:
         return f"--specs-dir {specs_dir}: {exc.render()}"
-    return option_problem(specs, backends=args.backend or [], known_backends=backend_entry_points(),
-                          levels=args.feature_level or [], operators=args.operator or [], dtypes=args.dtype or [],
-                          max_examples=args.max_examples)
+    problem = option_problem(specs, backends=args.backend or [], known_backends=backend_entry_points(),
+                             levels=args.feature_level or [], operators=args.operator or [], dtypes=args.dtype or [],
+                             max_examples=args.max_examples)
+    if problem:
+        return problem
+    from harness.run.registry import instance_problem
+    for name in args.backend or []:
+        problem = instance_problem(name)
+        if problem:
+            return problem
+    return None
 
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:

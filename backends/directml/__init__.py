@@ -57,6 +57,20 @@ class DirectMLBackend:
     instance_option = "dll"  # `--backend directml@1.10.1`: that DirectML version (or wheel version) as an instance
     expectations_dir = Path(__file__).resolve().parent.parent / "expectations"  # known divergences, per backend
 
+    @staticmethod
+    def instance_problem(variant: str) -> str | None:
+        """What is wrong with `directml@VARIANT`, found without starting anything (a run checks
+        this before it touches the last run's reports): a DirectML.dll path that does not exist, or
+        a version that versions.yaml does not know; None when it names a DLL this backend can use."""
+        from .dlls import known_versions
+        if variant.lower().endswith(".dll"):
+            return None if Path(variant).is_file() else f"no DirectML.dll at {variant}"
+        versions = known_versions()
+        if any(variant in (v["wheel"], v["directml"]) for v in versions):
+            return None
+        allowed = ", ".join(sorted({v["directml"] for v in versions}))
+        return f"unknown DirectML version {variant!r}; give a path to DirectML.dll or one of: {allowed}"
+
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
                  debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = DIRECTML_TIMEOUT,
                  vulkan: str | None = None, stack: str | Path | None = None, **_: Any) -> None:

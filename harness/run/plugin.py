@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from harness.model.backend import Backend
     from harness.spec.model import OperatorSpec, SpecSet
 
+import sys
 import uuid
 from pathlib import Path
 
@@ -33,7 +34,8 @@ from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
 from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, option_problem
-from harness.run.manifest import CellWriter, PlannedCell, clear_run_files, write_complete, write_plan
+from harness.run.previous import drop, give_back, set_aside
+from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
@@ -184,8 +186,6 @@ def pytest_configure(config: pytest.Config) -> None:
         run.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
     else:
         run.dml_run_id = uuid.uuid4().hex
-        if run.dml_is_run:  # checked above; now the previous run's files may go
-            _clear_previous_run(config, reports)
     # the xdist worker id from the config, not the environment: a pytest run started inside an
     # xdist worker (the harness's own report tests) inherits PYTEST_XDIST_WORKER but is no worker
     worker = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
@@ -217,6 +217,10 @@ def pytest_configure(config: pytest.Config) -> None:
             run.dml_expectations[name] = run.dml_expectations[name].for_backend(backend.version)
         else:
             run.dml_unavailable[name] = reason
+    global _STARTED
+    _STARTED = False
+    if not hasattr(config, "workerinput"):  # every start-up check has passed: the last run's files go aside
+        set_aside(reports, _alluredir(config))
     run.dml_writer = ResultWriter(reports / "results", worker)
     run.dml_cells = CellWriter(reports / "results", worker)
     run.dml_worker = worker
@@ -228,18 +232,18 @@ def _is_checkout(config: pytest.Config) -> bool:
     return (Path(config.rootpath) / "harness" / "run" / "plugin.py").resolve() == Path(__file__).resolve()
 
 
-def _clear_previous_run(config: pytest.Config, reports: Path) -> None:
-    """Each run starts with empty results, case files and Allure results (history.jsonl stays)."""
-    clear_run_files(reports / "results")
-    cases = reports / "cases"
-    if cases.is_dir():
-        for path in cases.glob("*.yaml"):
-            path.unlink()
-    alluredir = config.getoption("allure_report_dir", default=None)
-    if alluredir and Path(alluredir).is_dir():
-        for path in Path(alluredir).iterdir():
-            if path.is_file():
-                path.unlink()
+def _alluredir(config: pytest.Config) -> Path | None:
+    value = config.getoption("allure_report_dir", default=None)
+    return Path(value) if value else None
+
+
+_STARTED = False  # some test of this run has reported (controller or single process)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A run has started for real once a test reports: the last run's files are then dropped at its end."""
+    global _STARTED
+    _STARTED = True
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -295,9 +299,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = cast(DmlConfig, session.config)
     if not getattr(config, "dml_is_run", False):
         return
-    if not hasattr(config, "workerinput") \
-            and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
+    if not hasattr(config, "workerinput"):
+        if not _STARTED:  # nothing ran: pytest_unconfigure gives the last run back
+            return
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
     specs = config.dml_specs
     alluredir = config.getoption("allure_report_dir", default=None)
     if not alluredir or hasattr(config, "workerinput"):
@@ -327,6 +333,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     write_run_files(Path(alluredir), env)
 
 
+def _settle_previous_run(config: pytest.Config) -> None:
+    """After every plugin's end of session (JUnit XML is written then): a run that started drops the
+    last run's set-aside files; one that never started (a collection error, an interrupt during
+    start-up, nothing selected) removes its own and gives the last run back."""
+    if not getattr(config, "dml_is_run", False) or hasattr(config, "workerinput"):
+        return
+    if not hasattr(config, "dml_writer"):
+        return  # start-up stopped before the last run was set aside
+    reports = Path(config.getoption("reports_dir"))
+    if _STARTED:
+        drop(reports)
+        return
+    kept = give_back(reports, _alluredir(config))
+    print(f"dmlconform: the run did not start; {'the previous run is kept in ' + str(reports) if kept else 'no reports written'}",
+          file=sys.stderr)
+
+
 def _liberty_environment(results_dir: Path) -> dict[str, str]:
     """`liberties.<backend>` lines for the Allure environment: each precision-model liberty the
     backend's results needed, with the cases and elements that needed it."""
@@ -346,6 +369,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         writer = getattr(config, name, None)
         if writer is not None:
             writer.close()
+    _settle_previous_run(config)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:

@@ -52,6 +52,24 @@ def split_instance(name: str) -> tuple[str, str | None]:
     return base, (variant if sep and variant else None)
 
 
+def instance_problem(name: str) -> str | None:
+    """What is wrong with a backend name or instance name (`base@variant`), found without
+    starting the backend: an unknown base, a variant given to a backend that takes none, or a
+    variant its class refuses (its optional static `instance_problem(variant)`); None when fine."""
+    base, variant = split_instance(name)
+    eps = backend_entry_points()
+    if base not in eps:
+        return f"unknown backend {base!r}; installed: {', '.join(sorted(eps)) or 'none'}"
+    if variant is None:
+        return None
+    cls = eps[base].load()
+    if getattr(cls, "instance_option", None) is None:
+        return f"backend {base!r} takes no variant (given {name!r})"
+    check = getattr(cls, "instance_problem", None)
+    problem = check(variant) if callable(check) else None
+    return f"--backend {name}: {problem}" if problem else None
+
+
 def load_backend(name: str, **options: Any) -> Backend:
     """Instantiate a backend by name (or instance name, `base@variant`); ValueError lists the names
     that exist, or says that the backend takes no variant."""
