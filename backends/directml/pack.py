@@ -21,6 +21,10 @@ unpacked folder, and stack.py computes the environment at run time. It holds
   update runs), whose system32 holds relative symlinks to the PE modules instead of 700 copies;
 - the runner, every DirectML.dll version of the set-up, a fontconfig file with relative paths,
   and manifest.json (versions, sizes, what was left out).
+
+`unpack` takes an archive from anywhere, so it trusts nothing in it: it accepts exactly what `pack`
+writes (directories, regular files, symlinks that stay inside), within bounds checked before
+anything is written, into a temporary directory renamed into place only on success (backends/directml/unpack.py).
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Literal
 
 from .stack import MANIFEST, WINE_LIB, Stack, default_stack_dir
+from .unpack import MAX_BYTES, MAX_MEMBERS, _positive, parse_size, run_unpack
 
 SYSTEM_WINE_LIB = Path("/usr") / WINE_LIB.relative_to("usr")
 SYSTEM_WINE_SHARE = Path("/usr/share/wine")
@@ -362,33 +367,6 @@ def pack(archive: Path, stack_dir: Path | None = None, with_llvm: bool = False, 
     return manifest
 
 
-def unpack(archive: Path, dest: Path) -> Path:
-    """Unpack an archive into `dest` (created); refuses members that would land outside it. The
-    prefix's z: drive is the one symlink allowed to point at an absolute path ("/")."""
-    dest = Path(dest).resolve()
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "r:*") as tf:
-        members = tf.getmembers()
-        for m in members:
-            name = Path(m.name)
-            if name.is_absolute() or ".." in name.parts:
-                raise PackError(f"{archive}: member {m.name} would land outside {dest}")
-            if m.issym() or m.islnk():
-                target = m.linkname
-                if m.issym() and target == "/" and name.parts[-1] == "z:":
-                    continue
-                resolved = (dest / name.parent / target).resolve() if m.issym() else (dest / target).resolve()
-                if Path(target).is_absolute() or not resolved.is_relative_to(dest):
-                    raise PackError(f"{archive}: link {m.name} -> {target} points outside {dest}")
-        if hasattr(tarfile, "fully_trusted_filter"):  # Pythons with extraction filters: the members are checked above
-            tf.extractall(dest, members=members, filter="fully_trusted")
-        else:
-            tf.extractall(dest, members=members)  # checked above
-    if not (dest / MANIFEST).is_file():
-        raise PackError(f"{archive}: not a dmlconform DirectML stack (no {MANIFEST})")
-    return dest
-
-
 def main(argv: list[str] | None = None) -> int:
     """`dmlconform directml pack|unpack` (also `python -m backends.directml.pack`)."""
     parser = argparse.ArgumentParser(prog="dmlconform directml")
@@ -405,21 +383,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--stack", default=None, help="the set-up stack to pack (default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
     p.add_argument("--with-llvm", action="store_true", help="bundle lavapipe's LLVM too (about +40 MiB xz; for CPU-only targets without Debian 12's LLVM 15)")
     p.add_argument("--xz-preset", type=int, default=6, choices=range(0, 10), metavar="0-9", help="xz compression preset (default 6)")
-    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR")
+    u = sub.add_parser("unpack", help="unpack an archive into a directory, for --directml-stack DIR; refuses members that would "
+                                      "escape it or exhaust the machine (exit 2)")
     u.add_argument("archive")
-    u.add_argument("dir")
+    u.add_argument("dir", help="created; an existing one must be empty (or --force)")
+    u.add_argument("--force", action="store_true", help="replace DIR even if it is not empty (everything in it is removed)")
+    u.add_argument("--max-bytes", type=parse_size, default=None, metavar="SIZE",
+                   help=f"refuse an archive whose files hold more than SIZE in all (default {MAX_BYTES // 2**30}G)")
+    u.add_argument("--max-members", type=_positive, default=None, metavar="N",
+                   help=f"refuse an archive of more than N members (default {MAX_MEMBERS})")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.directml_command == "unpack":
+        return run_unpack(args)
     try:
-        if args.directml_command == "pack":
-            manifest = pack(Path(args.archive), Path(args.stack) if args.stack else None, args.with_llvm, args.xz_preset)
-            print(f"{args.archive}: {manifest['archive_bytes'] / 2**20:.1f} MiB, {manifest['pe_modules']} PE modules, "
-                  f"{manifest['host_libraries']} host libraries, DirectML {', '.join(manifest['directml'].values())}; "
-                  f"lavapipe's LLVM {manifest['lavapipe_llvm']}")
-            return 0
-        dest = unpack(Path(args.archive), Path(args.dir))
-        print(f"unpacked to {dest}: run with --directml-stack {dest} (or DMLCONFORM_DIRECTML_STACK={dest})")
+        manifest = pack(Path(args.archive), Path(args.stack) if args.stack else None, args.with_llvm, args.xz_preset)
+        print(f"{args.archive}: {manifest['archive_bytes'] / 2**20:.1f} MiB, {manifest['pe_modules']} PE modules, "
+              f"{manifest['host_libraries']} host libraries, DirectML {', '.join(manifest['directml'].values())}; "
+              f"lavapipe's LLVM {manifest['lavapipe_llvm']}")
         return 0
     except (PackError, OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
         print(f"dmlconform directml {args.directml_command}: {exc}", file=sys.stderr)
