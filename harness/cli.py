@@ -15,6 +15,7 @@ from harness.spec.lint import lint_specs
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs, operator_files
 from harness.spec.model import SpecSet
 from harness.spec.show import render_spec
+from harness.judge.expectations import ExpectationError
 from harness.spec.source import SpecError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -245,6 +246,26 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
         problem = instance_problem(name)
         if problem:
             return problem
+    return _expectations_problem(args, specs)
+
+
+def _expectations_problem(args: argparse.Namespace, specs: SpecSet) -> str | None:
+    """The first problem of the expectation files the run would read (--expectations-dir, else
+    each backend's own), checked before pytest starts: a broken file must not cost the last run's
+    reports, nor end the run with a traceback."""
+    from harness.judge.expectations import check_expectation_files, expectation_files
+    from harness.run.registry import DEFAULT_BACKENDS, expectations_dir, split_instance
+    override = getattr(args, "expectations_dir", None)
+    for name in args.backend or DEFAULT_BACKENDS:
+        base, variant = split_instance(name)
+        directory = Path(override) if override else expectations_dir(base)
+        if directory is None or not directory.is_dir():
+            continue  # a missing --expectations-dir is reported by _expectations_dir
+        files = expectation_files(base, directory) + (expectation_files(name, directory) if variant else [])
+        errors = check_expectation_files(files, specs)
+        if errors:
+            more = f" (and {len(errors) - 1} more problem(s) in the expectation files)" if len(errors) > 1 else ""
+            return f"{errors[0].render()}{more}"
     return None
 
 
@@ -495,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.func is cmd_run:
             return cmd_run(args, extra)
         return args.func(args)
+    except ExpectationError as exc:  # a broken expectation file: an input of the command, like its options
+        print(f"dmlconform {args.command}: {exc.render()}", file=sys.stderr)
+        return EXIT_USAGE
     except SpecError as exc:
         print(exc.render(), file=sys.stderr)
         return EXIT_FAIL

@@ -195,7 +195,10 @@ def pytest_configure(config: pytest.Config) -> None:
     run.dml_requested = set(config.getoption("backend") or [])
     run.dml_names = names
     override = config.getoption("expectations_dir")  # read even when listing tests: the probe cells come from it
-    run.dml_expectations = {name: expectations_for(name, Path(override) if override else None) for name in names}
+    try:
+        run.dml_expectations = {name: expectations_for(name, Path(override) if override else None, run.dml_specs) for name in names}
+    except SpecError as exc:  # harness.judge.expectations.ExpectationError: every problem, the first one shown
+        raise pytest.UsageError(f"expectation file {exc.render()}") from None
     if not run.dml_is_run:
         return  # not a conformance run (or only listing its tests): no backend to start, no run files to write
     for name in names:
@@ -519,7 +522,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             inherited: set[str] = set()
             if variant is not None:
                 override = config.getoption("expectations_dir")
-                inherited = {i.id for i in expectations_for(base, Path(override) if override else None).items}
+                inherited = {i.id for i in expectations_for(base, Path(override) if override else None, config.dml_specs).items}
             for item in config.dml_expectations[backend].items:
                 if item.probe is None or item.id in inherited or (config.getoption("operator") and item.operator not in config.getoption("operator")):
                     continue

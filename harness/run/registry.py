@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from harness.spec.model import SpecSet
     from harness.model.backend import Backend
 
 from dataclasses import dataclass
@@ -116,14 +117,14 @@ def expectations_dir(name: str) -> Path | None:
     return Path(directory) if directory is not None else None
 
 
-def expectations_for(name: str, override: Path | None = None) -> ExpectationSet:
+def expectations_for(name: str, override: Path | None = None, specs: SpecSet | None = None) -> ExpectationSet:
     """The known divergences of backend `name`: from `override` (--expectations-dir) when given,
     else from the directory the backend ships. An instance (`directml@1.10.1`) has its backend's
     expectations and those of its own files (`directml@1.10.1.yaml`, `directml@1.10.1/*.yaml`)."""
     base, variant = split_instance(name)
     directory = override if override is not None else expectations_dir(base)
-    found = load_expectations(base, directory)
+    found = load_expectations(base, directory, specs)  # checked against `specs` (None: the shipped specs)
     if variant is not None:
-        own = load_expectations(name, directory)
+        own = load_expectations(name, directory, specs)
         found = ExpectationSet(name, list(found.items) + list(own.items))
     return found
