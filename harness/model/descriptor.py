@@ -335,6 +335,39 @@ def _decode_inputs(raw: Any) -> dict[str, bytes]:
     return out
 
 
+MAX_CASE_NODES = 100_000  # YAML nodes of a case file: one the harness writes has a few hundred (its size is in its scalars)
+
+
+def _check_case_events(data: bytes) -> None:
+    """A case file's YAML events, counted before anything is built: at most MAX_CASE_NODES nodes,
+    an alias counting as the size of what it names (the harness's own case files use anchors for
+    repeated lists; a "billion laughs" of them is refused, not expanded). Through libyaml where
+    PyYAML has it, so that a 12 MB file of tiny nodes is refused in well under a second instead of
+    being composed node by node in Python."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    count = 0
+    sizes: dict[str, int] = {}                 # anchor -> nodes it stands for
+    open_nodes: list[tuple[str | None, int]] = []  # collections being read: (anchor, count at their start)
+    for event in yaml.parse(data, Loader=loader):
+        if isinstance(event, yaml.AliasEvent):
+            count += sizes.get(event.anchor or "", 1)
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            open_nodes.append((event.anchor, count))
+            count += 1
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, start = open_nodes.pop()
+            if anchor:
+                sizes[anchor] = count - start
+        elif isinstance(event, yaml.ScalarEvent):
+            count += 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        if count > MAX_CASE_NODES:
+            line = event.start_mark.line + 1 if event.start_mark is not None else 0
+            raise CaseFormatError(f"line {line}", f"more than {MAX_CASE_NODES:,} YAML nodes (an alias counting as what "
+                                                  "it names); a case file holds a few hundred")
+
+
 def _read_case_yaml(path: Path) -> dict:
     """The file's top-level mapping: bounded in size (a case file is never a stream), parsed with
     yaml.safe_load only (no Python tags), YAML errors with their line and column."""
@@ -346,6 +379,7 @@ def _read_case_yaml(path: Path) -> dict:
     if len(data) > MAX_CASE_FILE_BYTES:
         raise CaseFormatError("", f"larger than {MAX_CASE_FILE_BYTES} bytes, the most a case file may be")
     try:
+        _check_case_events(data)
         raw = yaml.safe_load(data)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

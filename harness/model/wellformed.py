@@ -187,6 +187,15 @@ def check_aliases(spec: OperatorSpec, case: Case) -> None:
             raise CaseFormatError(key, f"{short(source)} is not an input tensor of {spec.name} (inputs: {', '.join(sorted(inputs))})")
         if tensors.get(output) is None or tensors.get(source) is None:
             raise CaseFormatError(key, f"aliases {output} to {source}, but {output if tensors.get(output) is None else source} is absent")
+    bound: dict[str, str] = {}
+    for output, source in sorted(case.descriptor.aliases.items()):
+        if source in bound:
+            # two outputs written into one buffer: which result it holds afterwards is undefined,
+            # so no verdict on a backend could be drawn from such a case (pairwise each may be allowed)
+            raise CaseFormatError(f"descriptor.aliases.{output}",
+                                  f"{output} and {bound[source]} both alias {source}: two outputs would write one buffer; "
+                                  "an input is bound to at most one output")
+        bound[source] = output
 
 
 def check_case(case: Case, spec: OperatorSpec) -> None:

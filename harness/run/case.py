@@ -14,6 +14,7 @@ from harness.judge.diff import DiffResult, judge
 from harness.judge.expectations import ExpectationSet, descriptor_holds
 from harness.judge.status import FAILURES, Status
 from harness.model.backend import Backend, Capabilities, Crashed, RunResult
+from harness.model.validator import case_verdict
 from harness.model.descriptor import Case
 from harness.model.layout import read_tensor
 from harness.model.wellformed import check_case
@@ -81,13 +82,20 @@ def _run_once(backend: Backend, case: Case) -> RunResult:
 
 
 def _explain_failure(spec: OperatorSpec, case: Case, diff: DiffResult, status: Status,
-                     expectations: ExpectationSet) -> str | None:
-    """The id of the expectation that explains a failing status (not a mismatch), or None."""
-    explained = expectations.explain_status(spec.name, status, case.broken_rule, diff.summary, case_data_type(spec, case),
-                                            case.descriptor.attributes,
-                                            tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None),
-                                            lambda expr: descriptor_holds(expr, spec, case.descriptor))
-    return explained.id if explained is not None else None
+                     expectations: ExpectationSet, level: str) -> str | None:
+    """The id of the expectation that explains a failing status (not a mismatch), or None. An
+    expectation naming a rule explains a case whose descriptor the validator finds breaking that
+    rule at `level`, whatever the case file's `expect` line claims (a hand-edited claim must not
+    turn a failure into a known divergence, nor the reverse)."""
+    rules: list[str | None] = [*sorted(case_verdict(spec, case, level).rule_ids)] or [None]
+    tensor_types = tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None)
+    for rule in rules:
+        explained = expectations.explain_status(spec.name, status, rule, diff.summary, case_data_type(spec, case),
+                                                case.descriptor.attributes, tensor_types,
+                                                lambda expr: descriptor_holds(expr, spec, case.descriptor))
+        if explained is not None:
+            return explained.id
+    return None
 
 
 def _known_crash(spec: OperatorSpec, case: Case, result: Crashed, capabilities: Capabilities, level: str,
@@ -98,7 +106,7 @@ def _known_crash(spec: OperatorSpec, case: Case, result: Crashed, capabilities: 
     if expectations is None:
         return False
     diff = judge(spec, case, result, capabilities.validates_descriptors, level)
-    return diff.status in FAILURES and _explain_failure(spec, case, diff, diff.status, expectations) is not None
+    return diff.status in FAILURES and _explain_failure(spec, case, diff, diff.status, expectations, level) is not None
 
 
 def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
@@ -139,7 +147,7 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in FAILURES:
-        expectation = _explain_failure(spec, case, diff, status, expectations)
+        expectation = _explain_failure(spec, case, diff, status, expectations, level)
         if expectation is not None:
             status = Status.EXPECTED_DIVERGENCE
     case_file = None

@@ -25,6 +25,11 @@ def directml_timeout_problem(seconds: float) -> str | None:
     return None
 
 
+# Hypothesis examples per test at the most: the thorough profile's hundreds times a hundred. More is
+# no deeper test but a run that never ends (1e20 examples per cell), so it is refused up front.
+MAX_EXAMPLES = 100_000
+
+
 def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backends: Iterable[str] = (),
                    levels: Iterable[str] = (), operators: Iterable[str] = (), dtypes: Iterable[str] = (),
                    max_examples: int | None = None, data_per_descriptor: int = 1) -> str | None:
@@ -49,8 +54,8 @@ def option_problem(specs: SpecSet, *, backends: Iterable[str] = (), known_backen
     for t in dtypes:
         if t not in specs.catalog.data_types:
             return f"--dtype {t!r}: allowed: {', '.join(specs.catalog.data_types)}"
-    if max_examples is not None and max_examples < 1:
-        return f"--max-examples {max_examples}: a whole number >= 1"
+    if max_examples is not None and not 1 <= max_examples <= MAX_EXAMPLES:
+        return f"--max-examples {max_examples}: a whole number from 1 to {MAX_EXAMPLES:,}"
     if data_per_descriptor < 1:
         return f"--data-per-descriptor {data_per_descriptor}: a whole number >= 1"
     return None
