@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .lifetime import die_with_parent
 from .session import WineSession
 from .stack import Stack, default_stack_dir
 from .vulkan import VulkanDriver, resolve_vulkan
@@ -114,7 +115,8 @@ class RunnerProcess:
         if sys.platform == "win32":
             new_session, creationflags = False, subprocess.CREATE_NEW_PROCESS_GROUP
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=new_session, creationflags=creationflags)
+                                     env=env, start_new_session=new_session, creationflags=creationflags,
+                                     preexec_fn=die_with_parent())  # no runner outlives a killed run
         self.starts += 1
         threading.Thread(target=self._read_frames, args=(self.proc, self._frames), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()

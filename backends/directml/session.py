@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from .lifetime import die_with_parent
 from .stack import Stack
 from .vulkan import VulkanDriver
 
@@ -98,7 +99,8 @@ class WineSession:
         try:
             self.xvfb = subprocess.Popen([str(xvfb), "-displayfd", str(write_fd), *XVFB_SCREEN, *self.stack.xvfb_arguments()],
                                          pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self._xvfb_err, env=env, cwd=self.stack.xvfb_cwd(), start_new_session=True)
+                                         stderr=self._xvfb_err, env=env, cwd=self.stack.xvfb_cwd(), start_new_session=True,
+                                         preexec_fn=die_with_parent())  # no Xvfb outlives a killed run
         finally:
             os.close(write_fd)
         number = b""

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from harness.model.backend import Backend
     from harness.spec.model import OperatorSpec, SpecSet
 
+import signal
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -172,8 +174,14 @@ def _check_choices(config: DmlConfig) -> None:
             raise pytest.UsageError("--fp32-chunks: chunks are 0..255")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends a run as Ctrl-C does: backends closed, their processes stopped
+
+
 def pytest_configure(config: pytest.Config) -> None:
     keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     run = cast(DmlConfig, config)  # the same object, typed with the attributes set here
     run.dml_specs = _load_run_specs(config)
     reports = _check_reports_dir(config)
