@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.run.allocator import keep_freed_memory
+from harness.run.record_schema import RunFileError
 from harness.spec.lint import lint_specs
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs, operator_files
 from harness.spec.model import SpecSet
@@ -517,6 +518,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, extra)
         return args.func(args)
     except ExpectationError as exc:  # a broken expectation file: an input of the command, like its options
+        print(f"dmlconform {args.command}: {exc.render()}", file=sys.stderr)
+        return EXIT_USAGE
+    except RunFileError as exc:  # a malformed results, plan, cells or completion file: one line, exit 2
         print(f"dmlconform {args.command}: {exc.render()}", file=sys.stderr)
         return EXIT_USAGE
     except SpecError as exc:

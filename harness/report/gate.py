@@ -1,24 +1,25 @@
 """The CI gate: yes or no, with the reason.
 
 A green gate means every planned case ran and conformed. It fails on an incomplete run (no plan,
-a planned cell without results, records lost, no completion marker: see harness.run.manifest), on any
+a planned cell without results, records lost, no completion marker: see harness.run.manifest), on
+files that are not the run's own (records, plans or cell lines of another run id, records of a cell
+the plan lacks, more records or cases than the plan allows, an older dmlconform's results without
+a run id: the first such `file:line` is named), on any
 unexpected failure (mismatch, rejected-valid, accepted-invalid, crashed, or a status it does not
 know), and on stale expectations (an expectation that explained nothing although its operator ran
 on its backend: the divergence may be fixed, the file must say so). Several records of one case
 count as the worst of them. Prints a short summary first."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.judge.expectations import EXPECTED_DIVERGENCE, STALE
 from harness.judge.status import is_failure
 from harness.run.registry import expectations_for
 from harness.run.results import CaseRecord, worst_per_case
 from harness.run.manifest import Manifest, check_completeness
-
 
 
 @dataclass
@@ -39,11 +40,13 @@ def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectat
     counts = Counter(r.status for r in unique)
     failures = [r for r in unique if is_failure(r.status) and r.status != STALE]
     stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
+    explained = {(r.backend, part) for r in unique if r.expectation for part in r.expectation.split("+")}
+    ran_per_operator = Counter((r.backend, r.operator) for r in unique)
     for backend in sorted({r.backend for r in unique}):
         exp = expectations_for(backend, expectations_dir)
         for item in exp.items:  # an expectation with a probe is judged by its probe record above
-            if item.probe is None and not any(r.backend == backend and item.id in (r.expectation or "").split("+") for r in unique):
-                ran = sum(1 for r in unique if r.backend == backend and r.operator == item.operator)
+            if item.probe is None and (backend, item.id) not in explained:
+                ran = ran_per_operator.get((backend, item.operator), 0)
                 if ran:
                     stale.append(f"{backend}:{item.id} has no probe and explained none of {ran} case(s) this run")
     summary = list(completeness.lines)
@@ -52,8 +55,11 @@ def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectat
     if failures:
         summary.append(f"{len(failures)} unexpected failure(s):")
         by = Counter((r.backend, r.operator, r.feature_level, r.data_type, r.status) for r in failures)
+        first: dict[tuple, CaseRecord] = {}
+        for r in failures:
+            first.setdefault((r.backend, r.operator, r.feature_level, r.data_type, r.status), r)
         for (backend, op, level, t, status), n in sorted(by.items()):
-            example = next(r for r in failures if (r.backend, r.operator, r.feature_level, r.data_type, r.status) == (backend, op, level, t, status))
+            example = first[(backend, op, level, t, status)]
             summary.append(f"  {status}: {backend} {op} FL {level} {t} x{n}; e.g. {example.summary[:150]}"
                            + (f" [{example.case_file}]" if example.case_file else ""))
     if stale:

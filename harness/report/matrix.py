@@ -1,6 +1,7 @@
 """The conformance matrix: per backend, operator x feature level x data type, each cell pass / fail /
 unsupported / not run with the counts behind it; written as JSON (machines), Markdown (CI summaries)
-and a self-contained HTML page (colour, no network). `compare_matrices` diffs two runs."""
+and a self-contained HTML page (colour, no network). `compare_matrices` diffs two runs' matrix.json,
+read by `load_matrix` (bounded and checked: harness.run.record_schema)."""
 from __future__ import annotations
 
 import html
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.judge.status import Status, is_failure
+# matrix.json is read (bounded, checked) with the other run files; imported from here as before
+from harness.run.record_schema import MAX_MATRIX_BYTES, MATRIX_CELL_FIELDS, check_matrix, load_matrix  # noqa: F401
 from harness.run.results import CaseRecord, worst_per_case
 from harness.spec.model import OperatorSpec, SpecSet
 from harness.generate.types import coverage_plan, primary_type
@@ -194,79 +197,41 @@ def write_matrix(cells: list[Cell], out_dir: Path, liberties: dict | None = None
     return paths
 
 
-MAX_MATRIX_BYTES = 256 << 20  # far above any real matrix.json (10,000 cells are about 2 MiB)
-CELL_FIELDS = ("backend", "operator", "feature_level", "data_type", "state")
+def _state_known(state: str) -> bool:
+    return state in STATES
 
 
-def load_matrix(path: Path) -> dict:
-    """A matrix.json for compare_matrices, read with a size bound and checked by check_matrix;
-    ValueError with a one-line reason (never a traceback) for anything that is not one."""
-    try:
-        with Path(path).open("rb") as handle:
-            data = handle.read(MAX_MATRIX_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_MATRIX_BYTES:
-        raise ValueError(f"larger than {MAX_MATRIX_BYTES} bytes, the most a matrix.json may be")
-    if not data.strip():
-        raise ValueError("empty: expected a matrix.json written by `dmlconform matrix`")
-    try:
-        raw = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"invalid JSON: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
-    check_matrix(raw)
-    return raw
-
-
-def check_matrix(raw: object) -> None:
-    """The structure compare_matrices reads: an object whose `cells` is a list of objects, each with
-    string backend, operator, feature_level, data_type and state, no cell twice; `format` 1 if given."""
-    def kind(value: object) -> str:
-        names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
-        return "null" if value is None else names.get(type(value), type(value).__name__)
-
-    if not isinstance(raw, dict):
-        raise ValueError(f"expected a JSON object with `cells` (a matrix.json written by `dmlconform matrix`), found {kind(raw)}")
-    if "format" in raw and (type(raw["format"]) is not int or raw["format"] != 1):
-        raise ValueError(f"format: unknown matrix format {str(raw['format'])[:40]!r} (this harness reads format 1)")
-    cells = raw.get("cells")
-    if not isinstance(cells, list):
-        raise ValueError("cells: missing" if "cells" not in raw else f"cells: expected an array of cells, found {kind(cells)}")
-    seen: dict[tuple, int] = {}
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict):
-            raise ValueError(f"cells[{index}]: expected an object, found {kind(cell)}")
-        for name in CELL_FIELDS:
-            if name not in cell:
-                raise ValueError(f"cells[{index}].{name}: missing")
-            if not isinstance(cell[name], str):
-                raise ValueError(f"cells[{index}].{name}: expected a string, found {kind(cell[name])}")
-        key = tuple(cell[name] for name in CELL_FIELDS[:4])
-        if key in seen:
-            raise ValueError(f"cells[{index}]: the same cell as cells[{seen[key]}] ({' '.join(key)})")
-        seen[key] = index
+def _failing(state: str) -> bool:
+    """A cell that fails: `fail`, or a state this version does not know (never read as a pass)."""
+    return state == "fail" or not _state_known(state)
 
 
 def compare_matrices(base: dict, new: dict) -> dict[str, list[str]]:
-    """New failures, fixed cells, cells that disappeared or appeared, between two matrix.json files."""
+    """New failures, fixed cells, cells that disappeared or appeared, between two matrix.json files.
+
+    A new failure is a cell failing in `new` that was absent from `base` or not failing there. A
+    state outside the matrix's vocabulary (STATES) in either file is listed with the new failures
+    too (`dmlconform compare` exits 1 on them): a state this version cannot read is never a pass."""
     def index(m: dict) -> dict[str, str]:
         return {f"{c['backend']} {c['operator']} FL{c['feature_level']} {c['data_type']}": c["state"] for c in m.get("cells", [])}
     a, b = index(base), index(new)
     out: dict[str, list[str]] = {"new failures": [], "fixed": [], "disappeared": [], "appeared": [], "other changes": []}
+    known = ", ".join(STATES)
     for key in sorted(set(a) | set(b)):
-        if key not in b:
-            out["disappeared"].append(f"{key} (was {a[key]})")
-        elif key not in a:
-            out["appeared"].append(f"{key} ({b[key]})")
-        elif a[key] != b[key]:
-            if b[key] == "fail":
-                out["new failures"].append(f"{key}: {a[key]} -> fail")
-            elif a[key] == "fail":
-                out["fixed"].append(f"{key}: fail -> {b[key]}")
+        was, now = a.get(key), b.get(key)
+        unknown = [f"{name} matrix has unknown state {state[:40]!r}" for name, state in (("the base", was), ("the new", now))
+                   if state is not None and not _state_known(state)]
+        if unknown:
+            out["new failures"].append(f"{key}: {'; '.join(unknown)} (known states: {known}): counted as a failure")
+        elif now is None:
+            out["disappeared"].append(f"{key} (was {was})")
+        elif _failing(now) and (was is None or not _failing(was)):
+            out["new failures"].append(f"{key}: {was or 'absent'} -> {now}")
+        elif was is None:
+            out["appeared"].append(f"{key} ({now})")
+        elif was != now:
+            if _failing(was):
+                out["fixed"].append(f"{key}: {was} -> {now}")
             else:
-                out["other changes"].append(f"{key}: {a[key]} -> {b[key]}")
+                out["other changes"].append(f"{key}: {was} -> {now}")
     return out

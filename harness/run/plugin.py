@@ -232,8 +232,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _STARTED = False
     if not hasattr(config, "workerinput"):  # every start-up check has passed: the last run's files go aside
         set_aside(reports, _alluredir(config))
-    run.dml_writer = ResultWriter(reports / "results", worker)
-    run.dml_cells = CellWriter(reports / "results", worker)
+    run.dml_writer = ResultWriter(reports / "results", worker, run_id=run.dml_run_id)
+    run.dml_cells = CellWriter(reports / "results", worker, run_id=run.dml_run_id)
     run.dml_worker = worker
     run.dml_cases_dir = reports / "cases"
 

@@ -1,14 +1,22 @@
 """Result records of a run: one JSON line per case, appended and flushed as soon as it is known,
-so that an interrupted run keeps everything it finished."""
+so that an interrupted run keeps everything it finished.
+
+Every record carries the run id of the run that wrote it (the id of its plan, harness.run.manifest),
+so that the gate can refuse records of another run mixed into a results directory. Records are read
+back through harness.run.record_schema: a malformed line is a RunFileError `file:line: message`."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from harness.judge.status import severity
+from harness.run.record_schema import RUN_ID_ENV, check_record, read_lines
+
+RESULTS_GLOB = "results-*.jsonl"
 
 
 @dataclass
@@ -17,7 +25,7 @@ class CaseRecord:
     operator: str
     feature_level: str
     data_type: str
-    kind: str          # valid | invalid | example | sweep
+    kind: str          # valid | invalid | example | sweep | probe
     status: str        # a diff status, or expected-divergence
     case_id: str
     summary: str
@@ -30,19 +38,48 @@ class CaseRecord:
     mismatches: int = 0
     unspecified: int = 0
     liberties: dict[str, int] = field(default_factory=dict)  # precision-model liberty -> elements that needed it
+    run_id: str | None = None  # the run that wrote it (None: read from an older dmlconform's results)
+    source: str = field(default="", compare=False, repr=False)  # `file:line` it was read from (never written)
+
+
+# The run id of the plan each results directory got in this process (harness.run.manifest.write_plan):
+# a writer created before the plan (the plugin makes its writers at configure, the plan at collection)
+# stamps the run id its process planned under.
+_PLANNED_RUNS: dict[Path, str] = {}
+
+
+def note_run_id(directory: Path, run_id: str) -> None:
+    """The run id this process wrote a plan under in `directory` (write_plan calls it)."""
+    _PLANNED_RUNS[Path(directory).resolve()] = run_id
+
+
+def planned_run_id(directory: Path) -> str | None:
+    """The run id records written to `directory` by this process belong to: its plan's, else
+    DMLCONFORM_RUN_ID, else None (unknown: the records are written without one)."""
+    return _PLANNED_RUNS.get(Path(directory).resolve()) or os.environ.get(RUN_ID_ENV) or None
 
 
 class ResultWriter:
-    """Appends records to `<dir>/results-<worker>.jsonl` (one file per pytest-xdist worker)."""
+    """Appends records to `<dir>/results-<worker>.jsonl` (one file per pytest-xdist worker), each
+    with the run id: `run_id` if given, else the one this process planned under (planned_run_id)."""
 
-    def __init__(self, directory: Path, worker: str = "main") -> None:
+    def __init__(self, directory: Path, worker: str = "main", run_id: str | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.run_id = run_id
         self.path = directory / f"results-{worker}.jsonl"
         self._lock = threading.Lock()
         self._file = self.path.open("a", encoding="utf-8")
 
     def write(self, record: CaseRecord) -> None:
-        line = json.dumps(asdict(record), sort_keys=True)
+        body = asdict(record)
+        del body["source"]
+        run_id = record.run_id or self.run_id or planned_run_id(self.directory)
+        if run_id is None:
+            del body["run_id"]
+        else:
+            body["run_id"] = run_id
+        line = json.dumps(body, sort_keys=True)
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()  # survives an interrupted or killed run (not a power cut)
@@ -64,10 +101,9 @@ def worst_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
 
 
 def read_records(directory: Path) -> Iterator[CaseRecord]:
-    """Every record of a run directory; a torn last line (interrupted write) is skipped."""
-    for path in sorted(directory.glob("results-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                yield CaseRecord(**json.loads(line))
-            except (json.JSONDecodeError, TypeError):
-                continue
+    """Every record of a run directory, each knowing the `file:line` it came from. A malformed
+    line is a RunFileError (harness.run.record_schema); a torn last line (an interrupted write) is
+    skipped, and load_manifest notes it."""
+    for path in sorted(directory.glob(RESULTS_GLOB)):
+        for number, fields in read_lines(path, check_record):
+            yield CaseRecord(**fields, source=f"{path}:{number}")

@@ -15,7 +15,7 @@ def write_run(reports: Path, records: list[CaseRecord], *, unfinished: set[str] 
     the record's backend/operator when it has none), cell markers for every cell except
     `unfinished`, and the completion marker when `complete`. `ran` overrides a cell's case count."""
     results = reports / "results"
-    writer = ResultWriter(results)
+    writer = ResultWriter(results, run_id=RUN_ID)
     for r in records:
         if not r.test_id:
             r.test_id = f"cell[{r.backend}-{r.operator}-{r.feature_level}-{r.data_type}-{r.kind}]"
@@ -30,7 +30,7 @@ def write_run(reports: Path, records: list[CaseRecord], *, unfinished: set[str] 
         cells[c.test_id] = c
     names = backends or {c.backend: {"available": True, "requested": False, "reason": ""} for c in cells.values()}
     write_plan(results, "main", RUN_ID, list(cells.values()), names)
-    markers = CellWriter(results, "main")
+    markers = CellWriter(results, "main", run_id=RUN_ID)
     for tid, cell in cells.items():
         if tid not in unfinished and cell.skip is None:
             markers.finished(tid, (ran or {}).get(tid, counts.get(tid, 0)))
