@@ -19,7 +19,7 @@ from harness.model.descriptor import Case
 from harness.model.layout import read_tensor
 from harness.model.wellformed import check_case
 from harness.reference.prefetch import start_reference
-from harness.run.results import CaseRecord, ResultWriter
+from harness.run.results import CaseRecord, ResultWriter, recording
 from harness.spec.model import OperatorSpec, SpecSet
 
 
@@ -152,7 +152,9 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
             status = Status.EXPECTED_DIVERGENCE
     case_file = None
     if (status in FAILURES or status == Status.EXPECTED_DIVERGENCE or flaky_crash) and cases_dir is not None:
-        case_file = case.save(cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml", previews(spec, case))
+        target = cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml"
+        with recording(target):
+            case_file = case.save(target, previews(spec, case))
     record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
                         status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,
                         rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,

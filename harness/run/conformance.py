@@ -213,6 +213,13 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
         record.status = UNSUPPORTED
         record.summary = (f"the probe of {item.id} cannot show the divergence on this device: it conforms through the "
                           f"D3D liberties the device took on it ({taken}); masked here, not stale")
+    elif not explained and outcome.status in (Status.CRASHED, Status.UNSUPPORTED) and item.status != outcome.status:
+        # the probe did not run to a verdict (a runner crash loop, a backend that cannot express it):
+        # that says nothing of the divergence, so the run fails with the cause, never advising the
+        # expectation's removal
+        record.status = outcome.status
+        record.summary = (f"the probe of {item.id} did not run ({outcome.status}: {outcome.record.summary}): "
+                          "the divergence is neither confirmed nor gone")
     elif not explained:
         record.status = STALE
         record.summary = f"the probe of {item.id} no longer shows the divergence ({outcome.status}): it may be fixed; remove it from backends/expectations/{backend_name}.yaml"

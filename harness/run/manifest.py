@@ -28,7 +28,7 @@ from typing import Iterable
 
 from harness.run.record_schema import (MAX_COMPLETE_BYTES, MAX_PLAN_BYTES, check_complete, check_finished, check_plan,
                                        read_checked, read_lines, torn_tail)
-from harness.run.results import RESULTS_GLOB, CaseRecord, note_run_id, planned_run_id
+from harness.run.results import RESULTS_GLOB, CaseRecord, note_run_id, planned_run_id, recording
 
 PLAN_GLOB, CELLS_GLOB, COMPLETE_FILE = "plan-*.json", "cells-*.jsonl", "complete.json"
 MANIFEST_VERSION = 1
@@ -103,12 +103,15 @@ class CellWriter:
         run_id = self.run_id or planned_run_id(self.directory)
         if run_id is not None:
             body["run_id"] = run_id
-        with self._lock:
+        with self._lock, recording(self.path):
             self._file.write(json.dumps(body) + "\n")
             self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:
+            pass  # a write that failed has been reported (RecordingError)
 
 
 def write_complete(directory: Path, run_id: str, exitstatus: int) -> Path:

@@ -15,7 +15,7 @@ marker when it ends normally (harness.run.manifest); the gate refuses a run with
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generator, Protocol, cast
 
 if TYPE_CHECKING:
     from harness.judge.expectations import ExpectationSet
@@ -37,6 +37,7 @@ from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_ent
 from harness.run.results import ResultWriter
 from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, option_problem
 from harness.run.previous import drop, give_back, set_aside
+from harness.run.results import RecordingError
 from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
@@ -251,6 +252,22 @@ def _alluredir(config: pytest.Config) -> Path | None:
 _STARTED = False  # some test of this run has reported (controller or single process)
 
 
+_RECORDING_FAILED: str | None = None  # why this process could not write the run's files (RecordingError)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A run that cannot write what it finds (a results folder made read-only mid-run) stops after
+    this test, with one line instead of a traceback; without its completion marker the gate fails."""
+    report = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(RecordingError):
+        global _RECORDING_FAILED
+        _RECORDING_FAILED = str(call.excinfo.value)
+        report.longrepr = f"dmlconform: {_RECORDING_FAILED}: the run stops here, incomplete (the gate fails)"
+        item.session.shouldstop = f"dmlconform: {_RECORDING_FAILED}"
+    return report
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A run has started for real once a test reports: the last run's files are then dropped at its end."""
     global _STARTED
@@ -313,8 +330,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not hasattr(config, "workerinput"):
         if not _STARTED:  # nothing ran: pytest_unconfigure gives the last run back
             return
-        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and _RECORDING_FAILED is None:
+            try:
+                write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
+            except OSError as exc:  # the completion marker is the last write: without it the gate fails
+                print(f"dmlconform: cannot write the completion marker: {exc.strerror or exc}", file=sys.stderr)
     specs = config.dml_specs
     alluredir = config.getoption("allure_report_dir", default=None)
     if not alluredir or hasattr(config, "workerinput"):

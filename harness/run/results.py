@@ -6,6 +6,8 @@ so that the gate can refuse records of another run mixed into a results director
 back through harness.run.record_schema: a malformed line is a RunFileError `file:line: message`."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import json
 import os
 import threading
@@ -59,6 +61,20 @@ def planned_run_id(directory: Path) -> str | None:
     return _PLANNED_RUNS.get(Path(directory).resolve()) or os.environ.get(RUN_ID_ENV) or None
 
 
+class RecordingError(RuntimeError):
+    """The run could not write what it found (a results folder made read-only or full mid-run):
+    it stops at once, one line says why, and without its completion marker the gate fails."""
+
+
+@contextmanager
+def recording(path: Path) -> Iterator[None]:
+    """Writes to `path` inside: an OSError is a RecordingError naming the file and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        raise RecordingError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 class ResultWriter:
     """Appends records to `<dir>/results-<worker>.jsonl` (one file per pytest-xdist worker), each
     with the run id: `run_id` if given, else the one this process planned under (planned_run_id)."""
@@ -80,12 +96,15 @@ class ResultWriter:
         else:
             body["run_id"] = run_id
         line = json.dumps(body, sort_keys=True)
-        with self._lock:
+        with self._lock, recording(self.path):
             self._file.write(line + "\n")
             self._file.flush()  # survives an interrupted or killed run (not a power cut)
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:
+            pass  # a write that failed has been reported (RecordingError): closing adds nothing
 
 
 def worst_per_case(records: list[CaseRecord]) -> list[CaseRecord]:

@@ -102,3 +102,18 @@ def test_after_a_killed_run_the_complete_one_is_what_comes_back(reports):
     assert "previous run is kept" in proc.stderr
     assert {k: v for k, v in _snapshot(reports).items() if not k.startswith("allure-results")} == complete
     assert _gate(reports).returncode == 0
+
+
+def test_a_results_folder_gone_read_only_stops_the_run_with_one_line(reports):
+    """The results file refuses writes after the first test (a file system remounted read-only):
+    the run stops there with one line naming the file and the cause, no traceback, no completion
+    marker, and the gate fails."""
+    proc = _cli("run", "--backend", "numpy", "--operator", "ELEMENT_WISE_ADD", "--operator", "ELEMENT_WISE_SUBTRACT",
+                "--max-examples", "2", "--workers", "0", "--reports-dir", str(reports), "-p", "tests.plugins.readonly_results",
+                cwd=ROOT)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "cannot write" in output and "Read-only file system" in output and "Traceback" not in output, output[-3000:]
+    assert "the run stops here, incomplete" in output
+    assert not (reports / "results" / "complete.json").exists()
+    assert _gate(reports).returncode == 1
