@@ -143,15 +143,21 @@ def _open(path: Path) -> IO[bytes]:
     return Path(path).open("rb")
 
 
-def read_document(path: Path, limit: int) -> object:
-    """A whole JSON file, at most `limit` bytes; RunFileError `path: message` otherwise."""
+def _read_bounded(path: Path, limit: int, named: Path | None, what: str = "") -> bytes:
+    """A regular file's bytes, at most `limit`; RunFileError (naming `named`) otherwise."""
     try:
         with _open(path) as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
-        raise RunFileError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        raise RunFileError(named, None, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise RunFileError(path, None, f"larger than {limit} bytes")
+        raise RunFileError(named, None, f"larger than {limit} bytes{what}")
+    return data
+
+
+def read_document(path: Path, limit: int) -> object:
+    """A whole JSON file, at most `limit` bytes; RunFileError `path: message` otherwise."""
+    data = _read_bounded(path, limit, path)
     try:
         return decode_json(data)
     except _Bad as exc:
@@ -455,13 +461,7 @@ def check_matrix(raw: object) -> None:
 def load_matrix(path: Path) -> dict:
     """A matrix.json for compare_matrices, read with a size bound and checked by check_matrix;
     RunFileError (a ValueError) whose text is the reason alone: `compare: cannot use matrix FILE: reason`."""
-    try:
-        with _open(path) as handle:
-            data = handle.read(MAX_MATRIX_BYTES + 1)
-    except OSError as exc:
-        raise RunFileError(None, None, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_MATRIX_BYTES:
-        raise RunFileError(None, None, f"larger than {MAX_MATRIX_BYTES} bytes, the most a matrix.json may be")
+    data = _read_bounded(path, MAX_MATRIX_BYTES, None, ", the most a matrix.json may be")
     if not data.strip():
         raise RunFileError(None, None, "empty: expected a matrix.json written by `dmlconform matrix`")
     try:
