@@ -87,7 +87,8 @@ def cmd_spec_check_docs(args: argparse.Namespace) -> int:
 def cmd_spec_import(args: argparse.Namespace) -> int:
     """A spec skeleton per operator of the pages given (pages of one operator in several
     languages make one skeleton); an existing file is not overwritten without --force."""
-    from harness.pages.skeleton import skeleton
+    from harness.pages.parse import PageError
+    from harness.pages.skeleton import skeleton, write_skeleton
     from harness.spec.catalog import load_catalog
     catalog = load_catalog(Path(args.specs_dir))
     collected = _pages(args.pages)
@@ -98,10 +99,13 @@ def cmd_spec_import(args: argparse.Namespace) -> int:
     written = 0
     for operator, pages in sorted(collected.by_operator().items()):
         target = out / f"{operator}.yaml"
-        if target.exists() and not args.force:
+        if (target.exists() or target.is_symlink()) and not args.force:
             print(f"{target}: exists, left as it is (--force overwrites)", file=sys.stderr)
             continue
-        target.write_text(skeleton(pages, catalog))
+        try:
+            write_skeleton(target, skeleton(pages, catalog), overwrite=args.force)
+        except PageError as exc:
+            raise UsageError(str(exc)) from None
         written += 1
         print(f"{target}: from {', '.join(p.label for p in pages)}")
     print(f"{written} skeleton(s) written; `dmlconform spec lint FILE` lists what is left to fill")

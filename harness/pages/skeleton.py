@@ -10,11 +10,16 @@ Written as text, not dumped, so that the file reads like a hand-written spec: on
 and table row, comments where the page's words need a person's eye."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import unicodedata
+from pathlib import Path
 
 from harness.pages.page import Page, Table
+from harness.pages.parse import PageError
 from harness.spec.catalog import Catalog
 
 TENSOR = "const DML_TENSOR_DESC*"
@@ -153,3 +158,35 @@ def skeleton(pages: list[Page], catalog: Catalog) -> str:
             lines += [f"#   {line}" for line in example.splitlines()]
     lines += ["", "sources:", f"  - {{document: {_q(f'{page.desc_struct} structure (directml.h)')}, languages: [{', '.join(languages)}]}}"]
     return "\n".join(lines) + "\n"
+
+
+def write_skeleton(target: Path, text: str, overwrite: bool = False) -> None:
+    """Write a skeleton to `target` itself, never through a symbolic link placed there (which
+    would write wherever it points) and never into a FIFO or device: the file is opened with
+    O_NOFOLLOW, created exclusively unless `overwrite` (`spec import --force`), and must be a
+    regular file. A refusal is a PageError `target: message` (nothing is written)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= os.O_TRUNC if overwrite else os.O_EXCL
+    if target.is_symlink():
+        raise PageError(f"{target}: is a symbolic link (to {os.readlink(target)}); a skeleton is not written through one "
+                        f"(remove it, or choose another --out)")
+    try:
+        info = target.lstat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise PageError(f"{target}: cannot write: {exc.strerror}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise PageError(f"{target}: exists and is not a regular file; a skeleton is not written there")
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PageError(f"{target}: is a symbolic link; a skeleton is not written through one") from None
+        if exc.errno == errno.EEXIST:
+            raise PageError(f"{target}: exists (--force overwrites a regular file)") from None
+        raise PageError(f"{target}: cannot write: {exc.strerror}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise PageError(f"{target}: is not a regular file; a skeleton is not written there")
+        handle.write(text)

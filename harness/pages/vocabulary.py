@@ -38,9 +38,11 @@ KINDS: dict[str, str] = {
 
 ARRAY_KINDS = {"array of inputs", "array of outputs", "tableau d’entrées", "tableau d'entrées", "tableau de sorties",
                "array von eingaben", "array von ausgaben"}
-# a count field's description: "This field determines the size of the Axes array"
-SIZE_OF = re.compile(r"determines the size of (?:the )?(.+?) arrays?\b|bestimmt die Größe (?:de[rs] )?(.+?)-?Arrays?\b|"
-                     r"détermine la taille (?:des? |du )?(?:tableaux? )?(.+?)(?: tableaux?)?[.,]", re.I)
+# a count field's description: "This field determines the size of the Axes array". The names
+# between are at most 120 characters: an unbounded lazy `.+?` would rescan the rest of the line
+# from every occurrence of the phrase (a line of 10,000 of them took half a minute).
+SIZE_OF = re.compile(r"determines the size of (?:the )?(.{1,120}?) arrays?\b|bestimmt die Größe (?:de[rs] )?(.{1,120}?)-?Arrays?\b|"
+                     r"détermine la taille (?:des? |du )?(?:tableaux? )?(.{1,120}?)(?: tableaux?)?[.,]", re.I)
 
 RANGE_WORDS = ("to", "à", "bis")
 AND_WORDS = ("and", "et", "und")

@@ -3,6 +3,7 @@ per operator and feature level: data types, dimension counts, kinds, constraints
 tolerances, unspecified regions and availability."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tarfile
@@ -16,20 +17,49 @@ from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.model import OperatorSpec, SpecSet
 
 
+def _git(root: Path, *args: str) -> bytes:
+    """`git -C root ARGS`'s output; a ValueError with git's message when it fails."""
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True).stdout
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        stderr = getattr(exc, "stderr", b"") or b""
+        raise ValueError(stderr.decode(errors="replace").strip()
+                         or ("git is not installed" if isinstance(exc, FileNotFoundError) else "git does not know it")) from None
+
+
+def resolve_revision(source: str, root: Path) -> str:
+    """The tree a git revision names (40 hex digits), for `git archive`. The revision is user
+    input: one starting with '-' is refused (git would read it as an option: `--output=FILE`
+    makes git write a file), and it reaches git only after --end-of-options, as `REV^{tree}` in
+    `git rev-parse --verify`; git archive is then given the resolved name alone."""
+    if not source or source.startswith("-") or any(c in source for c in "\0\n\r"):
+        raise ValueError(f"{source!r} is neither a directory nor a git revision: a revision never starts with '-' "
+                         f"(give a specs directory, or a revision such as HEAD~1 or main)")
+    try:
+        name = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{source}^{{tree}}").decode().strip()
+    except ValueError as exc:
+        raise ValueError(f"{source!r} is neither a directory nor a git revision with specs/: {exc}") from None
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", name):
+        raise ValueError(f"{source!r} is neither a directory nor a git revision with specs/")
+    return name
+
+
 def load_spec_source(source: str, workdir: Path) -> SpecSet:
     """A spec directory, or a git revision of this repository's specs/ (e.g. HEAD~3, main)."""
     path = Path(source)
     if path.is_dir():
         return load_specs(path)
     root = DEFAULT_SPECS_DIR.parent  # the checkout whose specs/ a revision names
+    tree = resolve_revision(source, root)
     try:
-        data = subprocess.run(["git", "-C", str(root), "archive", source, "specs"], capture_output=True, check=True).stdout
-    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-        stderr = getattr(exc, "stderr", b"") or b""
-        raise ValueError(f"{source!r} is neither a directory nor a git revision with specs/: {stderr.decode().strip()}") from None
-    target = workdir / source.replace("/", "_")
+        data = _git(root, "archive", "--end-of-options", tree, "specs")
+    except ValueError as exc:
+        raise ValueError(f"{source!r} is neither a directory nor a git revision with specs/: {exc}") from None
+    target = Path(tempfile.mkdtemp(prefix="revision-", dir=workdir))  # not a name made of the revision
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(target, filter="data")
+    if not (target / "specs").is_dir():
+        raise ValueError(f"{source!r} is neither a directory nor a git revision with specs/")
     # Revisions older than a shared catalog file (the precision model, the enum catalog) lack it;
     # none changes a support table, formula or tolerance that a spec diff reports, so today's is used.
     for name in (ARITHMETIC_FILE, ENUMS_FILE, STRUCTS_FILE):

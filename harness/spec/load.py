@@ -133,8 +133,8 @@ def build_operator(src: SourcedYaml, catalog: Catalog) -> OperatorSpec:
     optional = frozenset(t for table in support for t, cell in table.tensors.items() if cell.optional)
     examples = _read_examples(src, data, catalog, roles, optional)
     favour = _read_generation(src, data, scope, roles)
-    limits = _read_limits(src, data, catalog, fields, roles)
-    data_ranges = _read_data_ranges(src, data, catalog, fields, roles)
+    limits = _read_limits(src, data, catalog, fields, roles, support)
+    data_ranges = _read_data_ranges(src, data, catalog, fields, roles, support)
 
     return OperatorSpec(
         favour=tuple(favour),

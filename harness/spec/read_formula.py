@@ -20,6 +20,7 @@ from harness.spec.families import element_variables, formula_variables, read_fam
 from harness.spec.model import (MAX_DIMENSIONS, Comparison, DataRange, Example, Favour, FieldSpec, Limit, OperatorFormula,
                                 SupportTable, Unspecified, enum_members, level_names, shape_names, struct_variables)
 from harness.spec.read_fields import _Roles, _check_types, _shape_expr
+from harness.spec.shape_expr import ShapeExpr, without_text
 from harness.spec.source import SourcedYaml
 
 def _formula(src: SourcedYaml, path: tuple, text: str) -> Formula:
@@ -368,9 +369,63 @@ def _read_generation(src: SourcedYaml, data: dict, scope: _FormulaScope, roles: 
     return favour
 
 
-def _read_limits(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec], roles: _Roles) -> list[Limit]:
+def limit_problem(bits: Any, dtype: DataType) -> str | None:
+    """Why `bits` (a generation limit's value) is no limit for `dtype`, or None (also for no value:
+    the expression reads what a descriptor does not have, and the limit is not applied). A limit
+    keeps integers within 2^bits in magnitude, floats' binary exponents within +-bits: 0 to the
+    type's width, 0 to its largest binary exponent (128 for FLOAT32)."""
+    if bits is None:
+        return None
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        return f"bits gives {bits!r}, not a whole number"
+    top = int(np.finfo(dtype.numpy).maxexp) if dtype.is_float else dtype.bits
+    if not 0 <= bits <= top:
+        what = "binary exponents within +-bits" if dtype.is_float else "|x| within 2^bits"
+        return f"bits {bits} is outside 0 .. {top} for {dtype.name} (a limit keeps {what})"
+    return None
+
+
+def range_problem(value: Any, dtype: DataType) -> str | None:
+    """Why `value` (a data range's end) is no value of `dtype`, or None (also for no value: the
+    expression reads what a descriptor does not have, and the range is not applied)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"gives {value!r}, not a whole number"
+    if dtype.is_float:
+        top = int(np.finfo(dtype.numpy).max)
+        return f"{value} is outside the range of {dtype.name} (largest finite {top:.6g})" if abs(value) > top else None
+    assert dtype.min is not None and dtype.max is not None
+    if not dtype.min <= value <= dtype.max:
+        return f"{value} is outside the range of {dtype.name} ({dtype.min} .. {dtype.max})"
+    return None
+
+
+def _tensor_types(support: list[SupportTable] | None, tensor: str, applies_to: list[str] | None) -> list[str]:
+    """The data types a limit or range of `tensor` is applied to: its `applies_to`, else every type
+    a support table gives the tensor."""
+    if applies_to is not None:
+        return list(applies_to)
+    return list(dict.fromkeys(t for table in support or [] for name, cell in table.tensors.items() if name == tensor
+                              for t in cell.types))
+
+
+def _constant(src: SourcedYaml, path: tuple, expr: ShapeExpr) -> Any:
+    """The value of an expression that reads nothing (a literal, arithmetic on literals): checked
+    when the file is read, not first when a descriptor meets it; None for one that reads names."""
+    if expr.names():
+        return None
+    try:
+        return expr.evaluate({}, {})
+    except FormulaError as exc:
+        raise src.error(path, without_text(str(exc), expr.text)) from None
+
+
+def _read_limits(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec], roles: _Roles,
+                 support: list[SupportTable] | None = None) -> list[Limit]:
     """Read generation.limits: an input tensor, the types and descriptors it applies to, and the
-    bound as a shape expression (its binary exponent)."""
+    bound as a shape expression (its binary exponent); a constant bound must fit every type it
+    applies to (`spec lint` probes the others, harness.spec.lint)."""
     limits = []
     for index, raw in enumerate(data.get("generation", {}).get("limits", [])):
         path = ("generation", "limits", index)
@@ -380,15 +435,22 @@ def _read_limits(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[Fi
             _check_types(src, path + ("applies_to",), raw["applies_to"], catalog)
         when = _shape_expr(src, path + ("when",), raw["when"], fields, roles) if "when" in raw else None
         bits = _shape_expr(src, path + ("bits",), raw["bits"], fields, roles)
+        value = _constant(src, path + ("bits",), bits)
+        for type_name in _tensor_types(support, raw["tensor"], raw.get("applies_to")) if value is not None else []:
+            problem = limit_problem(value, catalog.data_types[type_name])
+            if problem:
+                raise src.error(path + ("bits",), problem)
         limits.append(Limit(raw["tensor"], bits, raw["why"], when,
                             tuple(raw["applies_to"]) if "applies_to" in raw else None))
     return limits
 
 
 def _read_data_ranges(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[FieldSpec],
-                      roles: _Roles) -> list[DataRange]:
+                      roles: _Roles, support: list[SupportTable] | None = None) -> list[DataRange]:
     """Read generation.data_ranges: an input tensor, the types and descriptors it applies to, and
-    its inclusive range as two shape expressions, which may also read the case's feature level."""
+    its inclusive range as two shape expressions, which may also read the case's feature level.
+    Constant ends must be values of every type the range applies to, min not above max (`spec
+    lint` probes the others, harness.spec.lint)."""
     ranges = []
     extra = level_names(catalog)
     for index, raw in enumerate(data.get("generation", {}).get("data_ranges", [])):
@@ -400,6 +462,14 @@ def _read_data_ranges(src: SourcedYaml, data: dict, catalog: Catalog, fields: li
         when = _shape_expr(src, path + ("when",), raw["when"], fields, roles, extra) if "when" in raw else None
         low = _shape_expr(src, path + ("min",), raw["min"], fields, roles, extra)
         high = _shape_expr(src, path + ("max",), raw["max"], fields, roles, extra)
+        ends = {"min": _constant(src, path + ("min",), low), "max": _constant(src, path + ("max",), high)}
+        for type_name in _tensor_types(support, raw["tensor"], raw.get("applies_to")):
+            for key, value in ends.items():
+                problem = range_problem(value, catalog.data_types[type_name])
+                if problem:
+                    raise src.error(path + (key,), problem)
+        if isinstance(ends["min"], int) and isinstance(ends["max"], int) and ends["min"] > ends["max"]:
+            raise src.error(path, f"min {ends['min']} is above max {ends['max']}: the range is empty")
         ranges.append(DataRange(raw["tensor"], low, high, raw["why"], when,
                                 tuple(raw["applies_to"]) if "applies_to" in raw else None, float(raw.get("outside", 0.0))))
     return ranges

@@ -14,12 +14,18 @@ bound by the caller (attributes, array attributes, enum members), `T.Sizes`, `T.
 and `T.present` for a tensor field T, subscripts with an integer, list displays, one-generator
 list comprehensions and generator expressions (with optional `if`), `a if c else b`, + - * // %,
 comparisons including `in` / `not in`, `and`/`or`/`not`, and the functions in FUNCTIONS.
-Expressions are bounded like formulas (length, nesting), and lists by MAX_LIST.
+Expressions are bounded like formulas (length, nesting), and their evaluation is bounded too, so
+that no expression a spec can write hangs or exhausts memory (`spec lint` evaluates them under
+these same bounds, harness.spec.lint): lists by MAX_LIST, the work of one evaluation by MAX_STEPS
+(each comprehension item, times the nodes it evaluates; each element a range, a function or a
+comparison walks), integers by MAX_INT_BITS, `divisors(n)` by MAX_DIVISORS_OF. Beyond a bound, and
+for a division or modulo by zero, evaluation raises a FormulaError that says so.
 """
 from __future__ import annotations
 
 import ast
 import math
+import operator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Callable
@@ -27,13 +33,49 @@ from typing import Any, Callable
 from harness.spec.expr import FormulaError, _parse_bounded
 
 MAX_LIST = 1 << 17  # no shape expression needs a longer list (a 65536 size and its range); range(2**40) must not allocate
+MAX_STEPS = 1 << 21  # steps of one evaluation (half a second at worst); a spec's rule takes hundreds, divisors of a 2^32 size 2^16
+MAX_INT_BITS = 4096  # an integer a product makes; sizes multiply to 2^256 at most (8 dimensions below 2^32)
+MAX_DIVISORS_OF = 1 << 40  # divisors(n) walks sqrt(n) candidates: 2^20 at most
+BEYOND = "beyond the evaluation bound"
+
+
+_BUDGET = " budget"  # the key of an evaluation's budget in its `local` names: no name of an expression has a space
+_BIG = 1 << MAX_INT_BITS  # compared with, not measured: a product's check costs one comparison
+_SMALL = 16  # a list walk this short is not charged: the nodes around it are (each comprehension item's, at least one step)
+
+
+def _charge(loc: dict, steps: int) -> None:
+    """Count `steps` against the evaluation's budget (a one-item list of the steps left, shared by
+    every `local` dict of one evaluation); a FormulaError once it is spent."""
+    budget = loc[_BUDGET]
+    budget[0] -= steps
+    if budget[0] < 0:
+        raise FormulaError(f"more than {MAX_STEPS:,} evaluation steps: {BEYOND} (a loop over too many values)")
+
+
+def _checked_int(value: Any) -> Any:
+    if type(value) is int and not -_BIG < value < _BIG:
+        raise FormulaError(f"an integer of {value.bit_length()} bits is {BEYOND} ({MAX_INT_BITS} bits)")
+    return value
 
 
 def _range(*args: int) -> list[int]:
     r = range(*args)
     if len(r) > MAX_LIST:
-        raise FormulaError(f"range of {len(r)} elements exceeds {MAX_LIST}")
+        raise FormulaError(f"range of {len(r)} elements is {BEYOND} ({MAX_LIST} elements)")
     return list(r)
+
+
+def _range_length(*args: Any) -> int:
+    """How many values range(*args) has, before it is made (a TypeError for what is no range)."""
+    return len(range(*args))
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out = _checked_int(out * v)
+    return out
 
 
 def _distinct(values: list) -> bool:
@@ -49,16 +91,22 @@ def _divisors_of(n: int) -> tuple[int, ...]:
 def _divisors(n: int) -> list[int]:
     """The positive divisors of n, largest first (n itself, then down to 1): a blocked tensor's
     sizes. O(sqrt n) and cached, where a comprehension over range(n) walks n values on every rule
-    check (a size of 2^17 is 131,072 steps); [] for n < 1; a FormulaError beyond 2^40."""
+    check (a size of 2^17 is 131,072 steps); [] for n < 1; a FormulaError beyond MAX_DIVISORS_OF."""
     n = int(n)
-    if n > 1 << 40:
-        raise FormulaError(f"divisors of {n}: above 2^40")
+    if n > MAX_DIVISORS_OF:
+        raise FormulaError(f"divisors of {n}: {BEYOND} (2^40)")
     return list(_divisors_of(n)) if n >= 1 else []
+
+
+def _divisors_steps(n: Any) -> int:
+    """What divisors(n) counts against the budget: the sqrt(n) candidates it walks (cached or not,
+    so that the bound does not depend on what was evaluated before)."""
+    return math.isqrt(n) + 1 if type(n) is int and 1 <= n <= MAX_DIVISORS_OF else 1
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len, "range": _range, "min": min, "max": max, "sum": sum, "all": all, "any": any,
-    "prod": lambda values: math.prod(values), "abs": abs, "distinct": _distinct,
+    "prod": _prod, "abs": abs, "distinct": _distinct,
     "sorted": sorted, "bit_length": lambda n: int(n).bit_length(), "divisors": _divisors,
     "free_in": lambda values: _FreeIn(values),
 }
@@ -127,9 +175,10 @@ class _Undefined(Exception):
 
 _BIN = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
-_CMP = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-        ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-        ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_FAST_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+             ast.Mod: operator.mod}  # _BIN's operators as C functions, for the compiled closures
+_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
+        ast.NotEq: operator.ne, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
 @dataclass(frozen=True)
@@ -156,14 +205,37 @@ class ShapeExpr:
         return _compile(self.tree.body)
 
     def evaluate(self, names: dict[str, Any], tensors: dict[str, TensorFacts]) -> Any:
-        """The value; raises FormulaError for a type error (a spec bug) and returns None where the
-        expression reads something that is not there (an absent tensor, an index out of range)."""
+        """The value; raises FormulaError for a type error (a spec bug), a division by zero or an
+        evaluation beyond the bounds (MAX_STEPS, MAX_LIST, MAX_INT_BITS), and returns None where
+        the expression reads something that is not there (an absent tensor, an index out of range)."""
         try:
-            return self._compiled(names, tensors, {})
+            return self._compiled(names, tensors, {_BUDGET: [MAX_STEPS]})
         except _Undefined:
             return None
-        except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise FormulaError(f"{self.text!r}: {exc}") from exc
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError, RecursionError) as exc:
+            raise FormulaError(f"{self.text!r}: {exc}") from None
+
+    def evaluate_steps(self, names: dict[str, Any], tensors: dict[str, TensorFacts],
+                       steps: int = MAX_STEPS) -> tuple[Any, int]:
+        """evaluate() within `steps` (at most MAX_STEPS), and the steps it took: what `spec lint`
+        uses to keep the probes of one spec within one evaluation's bound altogether."""
+        budget = [min(steps, MAX_STEPS)]
+        try:
+            value = self._compiled(names, tensors, {_BUDGET: budget})
+        except _Undefined:
+            value = None
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError, RecursionError) as exc:
+            if isinstance(exc, FormulaError) and budget[0] < 0:
+                raise FormulaError(f"{self.text!r}: more than {min(steps, MAX_STEPS):,} evaluation steps: {BEYOND}") from None
+            raise FormulaError(f"{self.text!r}: {exc}") from None
+        return value, min(steps, MAX_STEPS) - budget[0]
+
+
+def without_text(message: str, text: str) -> str:
+    """An evaluation error's message without its leading `'expression': ` (where the spec's key
+    already names the expression)."""
+    prefix = f"{text!r}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
 
 
 def parse_shape_expr(text: str, names: set[str], tensors: set[str]) -> ShapeExpr:
@@ -277,13 +349,56 @@ def _compile(node: ast.AST) -> _Node:
     if isinstance(node, ast.Compare):
         return _compile_compare(node)
     if isinstance(node, ast.Call):
-        function = FUNCTIONS[node.func.id]  # type: ignore[attr-defined]
-        args = [_compile(a) for a in node.args]
-        if len(args) == 1:
-            arg = args[0]
-            return lambda n, t, loc: function(arg(n, t, loc))
-        return lambda n, t, loc: function(*[a(n, t, loc) for a in args])
+        return _compile_call(node)
     raise FormulaError(f"unexpected {type(node).__name__}")
+
+
+def _compile_call(node: ast.Call) -> _Node:
+    """A call of a FUNCTIONS entry, charged for the elements it walks: a range's length before it
+    is made, divisors' candidates, every list argument's length."""
+    name = node.func.id  # type: ignore[attr-defined]
+    function = FUNCTIONS[name]
+    args = [_compile(a) for a in node.args]
+    if name == "range":
+        def call_range(n: dict, t: dict, loc: dict) -> Any:
+            values = [a(n, t, loc) for a in args]
+            length = _range_length(*values)
+            if length > MAX_LIST:
+                raise FormulaError(f"range of {length} elements is {BEYOND} ({MAX_LIST} elements)")
+            if length > _SMALL:
+                _charge(loc, length)
+            return _range(*values)
+        return call_range
+    if name == "divisors":
+        (arg,) = args if len(args) == 1 else (None,)
+
+        def call_divisors(n: dict, t: dict, loc: dict) -> Any:
+            if arg is None:
+                raise TypeError(f"divisors() takes one argument, {len(args)} given")
+            value = arg(n, t, loc)
+            _charge(loc, _divisors_steps(value))
+            return function(value)
+        return call_divisors
+    if len(args) == 1:
+        arg = args[0]
+
+        def call_one(n: dict, t: dict, loc: dict) -> Any:
+            value = arg(n, t, loc)
+            if type(value) is list and len(value) > _SMALL:
+                _charge(loc, len(value))
+            return function(value)
+        return call_one
+
+    def call(n: dict, t: dict, loc: dict) -> Any:
+        values = [a(n, t, loc) for a in args]
+        walked = 0
+        for v in values:
+            if type(v) is list:
+                walked += len(v)
+        if walked > _SMALL:
+            _charge(loc, walked)
+        return function(*values)
+    return call
 
 
 def _compile_name(name: str) -> _Node:
@@ -310,11 +425,16 @@ def _compile_comprehension(node: ast.ListComp | ast.GeneratorExp) -> _Node:
     target = gen.target.id
     values_of, element = _compile(gen.iter), _compile(node.elt)
     conditions = [_compile(c) for c in gen.ifs]
+    per_item = 1 + sum(1 for part in (node.elt, *gen.ifs) for _ in ast.walk(part))  # the nodes one item evaluates
 
     def comprehension(n: dict, t: dict, loc: dict) -> Any:
         values = values_of(n, t, loc)
         if not isinstance(values, list):
             raise TypeError(f"cannot iterate over {values!r}")
+        budget = loc[_BUDGET]  # _charge, inlined: one subtraction per comprehension
+        budget[0] -= len(values) * per_item
+        if budget[0] < 0:
+            _charge(loc, 0)
         out = []
         for v in values:
             inner = {**loc, target: v}
@@ -325,20 +445,49 @@ def _compile_comprehension(node: ast.ListComp | ast.GeneratorExp) -> _Node:
 
 
 def _compile_binop(node: ast.BinOp) -> _Node:
-    left_of, right_of, op = _compile(node.left), _compile(node.right), _BIN[type(node.op)]
-    is_add = isinstance(node.op, ast.Add)
+    """One closure per operator, the integer case first: a product checked against MAX_INT_BITS,
+    a division or modulo against a zero divisor, `+` of two lists against MAX_LIST."""
+    left_of, right_of, op = _compile(node.left), _compile(node.right), _FAST_BIN[type(node.op)]
+    text = ast.unparse(node)
+
+    def other(left: Any, right: Any, loc: dict) -> Any:
+        """Whatever is not two integers: lists (only `+` of two), floats, truth values."""
+        if isinstance(left, list) or isinstance(right, list):
+            if isinstance(node.op, ast.Add) and isinstance(left, list) and isinstance(right, list):
+                if len(left) + len(right) > MAX_LIST:
+                    raise FormulaError(f"a list of {len(left) + len(right)} elements is {BEYOND} ({MAX_LIST} elements)")
+                _charge(loc, len(left) + len(right))
+                return left + right
+            raise TypeError(f"{type(node.op).__name__} of lists")
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and not right and isinstance(right, (int, float)):
+            raise FormulaError(f"division by zero: {text!r} with a divisor of 0")
+        return _checked_int(op(left, right))
+
+    if isinstance(node.op, ast.Mult):
+        def multiply(n: dict, t: dict, loc: dict) -> Any:
+            left, right = left_of(n, t, loc), right_of(n, t, loc)
+            if type(left) is int and type(right) is int:
+                value = left * right
+                if -_BIG < value < _BIG:
+                    return value
+                return _checked_int(value)
+            return other(left, right, loc)
+        return multiply
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        def divide(n: dict, t: dict, loc: dict) -> Any:
+            left, right = left_of(n, t, loc), right_of(n, t, loc)
+            if type(left) is int and type(right) is int and right:
+                return op(left, right)
+            if right == 0 and type(right) is int:
+                raise FormulaError(f"division by zero: {text!r} with a divisor of 0")
+            return other(left, right, loc)
+        return divide
 
     def binop(n: dict, t: dict, loc: dict) -> Any:
         left, right = left_of(n, t, loc), right_of(n, t, loc)
         if type(left) is int and type(right) is int:  # the common case, first
             return op(left, right)
-        if isinstance(left, list) or isinstance(right, list):
-            if is_add and isinstance(left, list) and isinstance(right, list):
-                if len(left) + len(right) > MAX_LIST:
-                    raise FormulaError(f"list longer than {MAX_LIST}")
-                return left + right
-            raise TypeError(f"{type(node.op).__name__} of lists")
-        return op(left, right)
+        return other(left, right, loc)
     return binop
 
 
@@ -347,12 +496,26 @@ def _compile_compare(node: ast.Compare) -> _Node:
     steps = [(_CMP[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators)]
     if len(steps) == 1:
         (op, right_of), = steps
-        return lambda n, t, loc: op(first(n, t, loc), right_of(n, t, loc))
+
+        def compare(n: dict, t: dict, loc: dict) -> Any:
+            left, right = first(n, t, loc), right_of(n, t, loc)
+            if type(right) is int:  # the common case, first
+                return op(left, right)
+            if type(right) is list and len(right) > _SMALL:  # `in` walks a list, == compares two
+                _charge(loc, len(right))
+            elif type(left) is list and len(left) > _SMALL:
+                _charge(loc, len(left))
+            return op(left, right)
+        return compare
 
     def chain(n: dict, t: dict, loc: dict) -> Any:
         left = first(n, t, loc)
         for op, right_of in steps:
             right = right_of(n, t, loc)
+            if type(right) is list and len(right) > _SMALL:
+                _charge(loc, len(right))
+            elif type(left) is list and len(left) > _SMALL:
+                _charge(loc, len(left))
             if not op(left, right):
                 return False
             left = right
