@@ -18,7 +18,7 @@ import binascii
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import xxhash
 import yaml
@@ -345,10 +345,18 @@ def _check_case_events(data: bytes) -> None:
     PyYAML has it, so that a 12 MB file of tiny nodes is refused in well under a second instead of
     being composed node by node in Python."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        _count_case_events(yaml.parse(data, Loader=loader))
+    except yaml.YAMLError:
+        return  # invalid YAML: the reader reports it (PyYAML's own words, with line and column)
+
+
+def _count_case_events(events: Iterator[yaml.Event]) -> None:
+    """Count the events against MAX_CASE_NODES (_check_case_events)."""
     count = 0
     sizes: dict[str, int] = {}                 # anchor -> nodes it stands for
     open_nodes: list[tuple[str | None, int]] = []  # collections being read: (anchor, count at their start)
-    for event in yaml.parse(data, Loader=loader):
+    for event in events:
         if isinstance(event, yaml.AliasEvent):
             count += sizes.get(event.anchor or "", 1)
         elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
