@@ -67,7 +67,7 @@ REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l
                    "max", "min")
 
 
-REDUCE = FamilyDeclaration(
+REDUCE_FAMILY = FamilyDeclaration(
     "reduce",
     params={
         "combine": Param("choice", choices=REDUCTION_COMBINES, by_enum=True,
@@ -103,7 +103,7 @@ REDUCE = FamilyDeclaration(
     },
 )
 
-SORT = FamilyDeclaration(
+SORT_FAMILY = FamilyDeclaration(
     "sort",
     params={
         "mode": Param("choice", choices=("top_k",),
@@ -117,7 +117,7 @@ SORT = FamilyDeclaration(
     },
 )
 
-DATA_MOVEMENT = FamilyDeclaration(
+DATA_MOVEMENT_FAMILY = FamilyDeclaration(
     "data_movement",
     params={
         "mode": Param("choice", choices=("strided_window", "pad", "join", "split"),
@@ -143,7 +143,7 @@ DATA_MOVEMENT = FamilyDeclaration(
     },
 )
 
-GATHER = FamilyDeclaration(
+GATHER_FAMILY = FamilyDeclaration(
     "gather",
     params={
         "input": Param("input", meaning="the tensor read from"),
@@ -160,7 +160,7 @@ GATHER = FamilyDeclaration(
     },
 )
 
-MATMUL = FamilyDeclaration(
+MATMUL_FAMILY = FamilyDeclaration(
     "matmul",
     params={
         "a": Param("input", meaning="the left matrix tensor: its last two dims are {M, K}, or {K, M} where transpose_a holds"),
@@ -190,7 +190,7 @@ MATMUL = FamilyDeclaration(
     },
 )
 
-WINDOW = FamilyDeclaration(
+WINDOW_FAMILY = FamilyDeclaration(
     "window",
     params={
         "input": Param("input", meaning="the tensor the windows slide over: {batch, channels, spatial...}"),
@@ -228,7 +228,7 @@ WINDOW = FamilyDeclaration(
                          "dimension (a position the output padding adds, within the window's reach or past it), else 0",
     },
     bound_variables={
-    **MATMUL.bound_variables,
+    **MATMUL_FAMILY.bound_variables,
     "K": "the number of terms of the window's dot product: (channels / groups) * prod(kernel sizes), an upper bound "
          "on the kernel positions that land on the input",
     "inf": "+infinity: a bound of inf accepts every value of xw, NaN included",
@@ -241,7 +241,8 @@ WINDOW = FamilyDeclaration(
 
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
-DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE, SORT, DATA_MOVEMENT, GATHER, MATMUL, WINDOW)}
+DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
+                                                                    MATMUL_FAMILY, WINDOW_FAMILY)}
 
 
 @dataclass(frozen=True)
