@@ -19,13 +19,15 @@ class Status(StrEnum):
     REJECTED_VALID = "rejected-valid"            # a valid descriptor was rejected
     ACCEPTED_INVALID = "accepted-invalid"        # an invalid descriptor was accepted
     CRASHED = "crashed"                          # the backend crashed, hung or lost its device
+    FLAKY = "flaky"                              # an unexpected failure whose rerun came out otherwise
     STALE = "stale-expectation"                  # an expectation's probe no longer diverges
 
 
-FAILURES = frozenset({Status.MISMATCH, Status.REJECTED_VALID, Status.ACCEPTED_INVALID, Status.CRASHED, Status.STALE})
+FAILURES = frozenset({Status.MISMATCH, Status.REJECTED_VALID, Status.ACCEPTED_INVALID, Status.CRASHED, Status.FLAKY,
+                      Status.STALE})
 
 # worst first: several records of one case count as the first of these they hold
-SEVERITY = (Status.CRASHED, Status.MISMATCH, Status.REJECTED_VALID, Status.ACCEPTED_INVALID, Status.STALE,
+SEVERITY = (Status.CRASHED, Status.FLAKY, Status.MISMATCH, Status.REJECTED_VALID, Status.ACCEPTED_INVALID, Status.STALE,
             Status.EXPECTED_DIVERGENCE, Status.UNSUPPORTED, Status.UNSPECIFIED, Status.REJECTED_INVALID, Status.PASS)
 
 DESCRIPTIONS = {
@@ -33,6 +35,7 @@ DESCRIPTIONS = {
     Status.REJECTED_VALID: "a descriptor valid at the device's feature level was rejected",
     Status.ACCEPTED_INVALID: "a descriptor that breaks a rule was accepted",
     Status.CRASHED: "the backend crashed, hung or lost its device on this case",
+    Status.FLAKY: "an unexpected failure that came out otherwise when run again in the same shard",
     Status.STALE: "a known divergence no longer reproduces on its probe: remove the expectation",
     Status.EXPECTED_DIVERGENCE: "explained by the backend's expectations file",
     Status.UNSUPPORTED: "the backend cannot express these cases (not a pass)",

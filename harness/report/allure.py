@@ -27,7 +27,7 @@ from harness.judge.status import DESCRIPTIONS, Status, status_tag
 STATUS_LABEL = "dmlconform.status"  # the worst status of a test's cases, set by the suite
 _CATEGORY_STATUSES = {  # Allure's own result statuses that each of ours shows up as
     Status.MISMATCH: ["failed"], Status.REJECTED_VALID: ["failed"], Status.ACCEPTED_INVALID: ["failed"],
-    Status.CRASHED: ["failed", "broken"], Status.STALE: ["failed"], Status.EXPECTED_DIVERGENCE: ["skipped"],
+    Status.CRASHED: ["failed", "broken"], Status.FLAKY: ["failed"], Status.STALE: ["failed"], Status.EXPECTED_DIVERGENCE: ["skipped"],
     Status.UNSUPPORTED: ["skipped"], Status.UNSPECIFIED: ["passed", "skipped"],
 }
 

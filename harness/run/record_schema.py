@@ -262,6 +262,16 @@ def _count(key: str, value: object) -> int:
     return value
 
 
+MAX_SECONDS = 1e7  # about 116 days: more is not a duration this harness measured
+
+
+def _seconds(key: str, value: object) -> float:
+    """A duration in seconds: a finite, non-negative JSON number."""
+    if type(value) in (int, float) and 0 <= value <= MAX_SECONDS:
+        return float(value)
+    raise _Bad(f"{key}: expected a duration in seconds (0 to {MAX_SECONDS:g}), found {value!r:.40}")
+
+
 def _flag(key: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise _Bad(f"{key}: expected true or false, found {kind_of(value)}")
@@ -297,10 +307,11 @@ def _counts(key: str, value: object) -> dict[str, int]:
 
 RECORD_REQUIRED = {"backend", "operator", "feature_level", "data_type", "kind", "status", "case_id", "summary"}
 RECORD_OPTIONAL = {"test_id", "rule", "tags", "case_file", "expectation", "elements", "mismatches", "unspecified",
-                   "liberties", "run_id"}
+                   "liberties", "run_id", "duration_s", "stages"}
 _RECORD_KEYS = frozenset(RECORD_REQUIRED | RECORD_OPTIONAL)
 _RECORD_DEFAULTS: dict[str, Any] = {"test_id": "", "rule": None, "case_file": None, "expectation": None, "elements": 0,
-                                    "mismatches": 0, "unspecified": 0, "run_id": None}
+                                    "mismatches": 0, "unspecified": 0, "run_id": None,
+                                    "duration_s": 0.0}
 _TEXT_FIELDS = ("operator", "feature_level", "data_type", "summary", "test_id")
 _OPTIONAL_TEXT_FIELDS = ("rule", "case_file", "expectation")
 _COUNT_FIELDS = ("elements", "mismatches", "unspecified")
@@ -336,6 +347,9 @@ def check_record(value: object) -> dict[str, Any]:
     out["tags"] = list(tags)
     out["liberties"] = _counts("liberties", out.get("liberties", {}))
     out["run_id"] = _run_id(out["run_id"])
+    out["duration_s"] = _seconds("duration_s", out["duration_s"])
+    out["stages"] = {_text("stages key", k): _seconds(f"stages.{k[:80]}", v)
+                     for k, v in _object("stages", out.get("stages", {})).items()}
     return out
 
 

@@ -40,6 +40,8 @@ class CaseRecord:
     mismatches: int = 0
     unspecified: int = 0
     liberties: dict[str, int] = field(default_factory=dict)  # precision-model liberty -> elements that needed it
+    duration_s: float = 0.0  # wall seconds the backend took on the case (both runs of a rerun case)
+    stages: dict[str, float] = field(default_factory=dict)  # backend stage -> seconds (DirectML: create, compile, ...)
     run_id: str | None = None  # the run that wrote it (None: read from an older dmlconform's results)
     source: str = field(default="", compare=False, repr=False)  # `file:line` it was read from (never written)
 
