@@ -10,6 +10,7 @@ fails that case as `crashed` with the runner's last words, and the next case sta
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from harness.model.validator import case_verdict
 from harness.model.wellformed import CaseFormatError, check_case
 from harness.run.options import DIRECTML_TIMEOUT
 
-from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, Unsupported
+from harness.model.backend import Capabilities, Crashed, Outputs, Rejected, RunResult, TimedResult, Timing, Unsupported
 from backends.directml.process import STACK_DIR, RunnerConfig, RunnerDied, RunnerProcess
 from backends.directml.stack import Stack, default_stack_dir
 from backends.directml.vulkan import VulkanDriver, resolve_vulkan
@@ -35,6 +36,11 @@ from backends.directml.vulkan import VulkanDriver, resolve_vulkan
 EXEC_FLAGS = {"ALLOW_HALF_PRECISION_COMPUTATION": 0x1, "DISABLE_META_COMMANDS": 0x2}
 JSON_EXACT_INTEGER = 2**53  # the runner's JSON reader holds numbers as doubles
 MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend stops trying
+# One runner request carries up to this many cases, with at most this many input and output bytes:
+# enough to amortise the request, the submit and the fence (the GPU's per-case cost), small enough
+# that a batch finishes far inside the per-case timeout, which a batch is also given.
+BATCH_CASES = 64
+BATCH_BYTES = 32 << 20
 
 
 def runner_path(stack: Path | None = None) -> Path:
@@ -95,6 +101,7 @@ class DirectMLBackend:
         self._unavailable: str | None = None
         self._failed_starts = 0
         self._gave_up: str | None = None  # why the runner is not started again
+        self._hung: dict[str, str] = {}  # descriptor key -> the hang it caused (see _remember_hang)
 
     # --- availability ------------------------------------------------------------------------
     def vulkan(self) -> VulkanDriver | None:
@@ -132,22 +139,25 @@ class DirectMLBackend:
             self._unavailable = missing
             return False, self._unavailable
         try:
-            self._ensure()
+            self._ensure()  # which tries a failed start again (MAX_FAILED_STARTS in a row)
+            return True, ""
         except (RunnerDied, FileNotFoundError, ValueError, OSError) as exc:  # VulkanChoiceError is a ValueError
-            self._unavailable = f"the DirectML stack does not start here: {exc}"
-            self.close()  # an unavailable backend is never used, nor closed by its caller: stop our Xvfb now
-            return False, self._unavailable
-        return True, ""
+            last: Exception = exc
+        self._unavailable = f"the DirectML stack does not start here: {last}"
+        self.close()  # an unavailable backend is never used, nor closed by its caller: stop our Xvfb now
+        return False, self._unavailable
 
     def _ensure(self) -> RunnerProcess:
-        """The running runner, started (again) if needed. After MAX_FAILED_STARTS starts in a row
-        that failed, it stops trying: every later case is `crashed` at once with the reason,
-        instead of each one paying a start-up timeout (or the harness raising)."""
+        """The running runner, started (again) if needed. A start that fails is tried again at
+        once, up to MAX_FAILED_STARTS starts in a row (a start fails now and then under load: 1 of
+        16 runners starting together on an NVIDIA H200, once in a few hundred restarts on lavapipe;
+        a case must not be `crashed`, nor its rerun `flaky`, for that). After that it stops trying:
+        every later case is `crashed` at once with the reason, instead of each one paying start-ups."""
         if self._gave_up is not None:
             raise RunnerDied(self._gave_up)
         if self._process is None:
             self._process = RunnerProcess(self._config())
-        if not self._process.alive:
+        while not self._process.alive:
             try:
                 self._process.start()
                 header, _ = self._process.request({"cmd": "info"}, [], self.timeout)
@@ -155,7 +165,9 @@ class DirectMLBackend:
                 self._failed_starts += 1
                 if self._failed_starts >= MAX_FAILED_STARTS:
                     self._gave_up = f"the runner could not be restarted ({self._failed_starts} failed starts in a row): {exc}"
-                raise RunnerDied(str(exc)) from exc
+                    raise RunnerDied(str(exc)) from exc
+                time.sleep(0.2 * self._failed_starts)
+                continue
             self._failed_starts = 0
             self._info = header
         return self._process
@@ -320,22 +332,127 @@ class DirectMLBackend:
         return header, buffers
 
     def run(self, case: Case) -> RunResult:
-        spec = self.specs.operators.get(case.operator)
-        if spec is None:
-            return Unsupported(f"no spec for {case.operator}")
-        why = self._unrepresentable(case)
-        if why:
-            return Unsupported(why)
-        header, buffers = self.request_for(case)
-        return self._send(header, buffers, spec)
+        return self.run_batch([case])[0][0]
+
+    def run_batch(self, cases: list[Case]) -> list[TimedResult]:
+        """Every case's result and timing, in order. Cases go to the runner in batches (one request,
+        each distinct descriptor compiled once, one submit and fence); when a batch's runner crashes,
+        hangs or loses its device, its cases run again one by one on a restarted runner, so that
+        only the case that caused it is `crashed` (one by one rather than bisected: a hang costs a
+        whole timeout per probe, and bisecting a batch of 64 would pay six)."""
+        results: list[TimedResult | None] = [None] * len(cases)
+        pending: list[tuple[int, dict, list[bytes]]] = []
+        for i, case in enumerate(cases):
+            spec = self.specs.operators.get(case.operator)
+            why = f"no spec for {case.operator}" if spec is None else self._unrepresentable(case)
+            if why:
+                results[i] = (Unsupported(why), Timing())
+                continue
+            header, buffers = self.request_for(case)
+            if len(cases) > 1 and header["key"] in self._hung:
+                results[i] = (Crashed(self._hung[header["key"]]), Timing())
+                continue
+            pending.append((i, header, buffers))
+        for chunk in _chunks(pending):
+            for i, result in self._run_chunk(chunk):
+                results[i] = result
+        return [r if r is not None else (Crashed("no result"), Timing()) for r in results]
+
+    def _run_chunk(self, chunk: list[tuple[int, dict, list[bytes]]]) -> list[tuple[int, TimedResult]]:
+        """One batch request for the chunk. When the runner dies while creating, compiling or
+        initialising one case's operator (the runner announces each, in order), that case is the
+        one that crashed and the others go again as a batch; when it dies later (the batch's
+        upload, execute or readback, where the culprit cannot be told), the cases run one by one."""
+        if not chunk:
+            return []
+        if len(chunk) == 1:
+            _, header, buffers = chunk[0]
+            return [(chunk[0][0], self._remember_hang(header, self._timed_send(header, buffers)))]
+        answered, culprit = self._send_batch(chunk)
+        if answered is not None:
+            return [(i, result) for (i, _, _), result in zip(chunk, answered)]
+        if culprit is None:
+            return [(i, (Crashed(self._hung[header["key"]]), Timing()) if header["key"] in self._hung
+                     else self._remember_hang(header, self._timed_send(header, buffers))) for i, header, buffers in chunk]
+        position, crashed = culprit
+        self._remember_hang(chunk[position][1], crashed)
+        rest = [entry for entry in chunk[:position] + chunk[position + 1:] if entry[1]["key"] not in self._hung]
+        skipped = [(i, (Crashed(self._hung[header["key"]]), Timing())) for i, header, _ in chunk[position + 1:] + chunk[:position]
+                   if header["key"] in self._hung]
+        return [(chunk[position][0], crashed)] + skipped + self._run_chunk(rest)
+
+    def _remember_hang(self, header: dict, answer: TimedResult) -> TimedResult:
+        """After a case hung: its descriptor is not sent again in a batch of this run (the other
+        data sets of a descriptor that hung hang too, each costing a timeout and the GPU channel's
+        teardown; NVIDIA H200, 2026-11-28). Those cases are `crashed`, saying so; a case asked for
+        alone (a rerun, a replay) is always sent."""
+        result = answer[0]
+        if isinstance(result, Crashed) and "(hang" in result.reason:
+            self._hung[header["key"]] = (f"not run: its descriptor hung the device on an earlier case of this run "
+                                         f"({result.reason[:300]})")
+        return answer
+
+    def _timed_send(self, header: dict, buffers: list[bytes]) -> TimedResult:
+        start = time.perf_counter()
+        result = self._send(header, buffers, None)
+        return result, Timing(time.perf_counter() - start, self._last_stages)
+
+    def _send_batch(self, chunk: list[tuple[int, dict, list[bytes]]]) -> tuple[list[TimedResult] | None, tuple[int, TimedResult] | None]:
+        """One "batch" request for the chunk's cases: (their results, None); or, when the runner
+        died or lost its device during it, (None, the culprit) where the runner's last announced
+        stage names the case it was creating, compiling or initialising ((position, its crash)),
+        else (None, None)."""
+        items: list[dict] = []
+        buffers: list[bytes] = []
+        for _, header, own in chunk:
+            item = {k: v for k, v in header.items() if k != "cmd"}
+            item["tensors"] = [dict(t, buffer=t["buffer"] + len(buffers)) if t.get("buffer", -1) >= 0 else t
+                               for t in header["tensors"]]
+            items.append(item)
+            buffers += own
+        start = time.perf_counter()
+        try:
+            process = self._ensure()
+            reply, outs = process.request({"cmd": "batch", "items": items}, buffers, self.timeout)
+        except RunnerDied as exc:
+            culprit = _culprit(getattr(self._process, "stage", None), len(chunk), str(exc), time.perf_counter() - start)
+            self._drop_runner()
+            return None, culprit
+        elapsed = time.perf_counter() - start
+        if reply.get("status") != "ok" or len(reply.get("items", [])) != len(chunk):
+            if reply.get("status") == "device_removed":
+                self._drop_runner()
+            return None, None
+        answered: list[TimedResult] = []
+        used = 0
+        wall = elapsed / len(chunk)  # the request's wall time, shared evenly (the stages say where it went)
+        for (_, header, _), item in zip(chunk, reply["items"]):
+            count = int(item.get("outputs", 0)) if item.get("status") == "ok" else 0
+            result = self._classify(item, outs[used:used + count], header)
+            used += count
+            answered.append((result, Timing(wall, _stages(item))))
+        return answered, None
 
     def _send(self, header: dict, buffers: list[bytes], spec) -> RunResult:
+        self._last_stages: dict[str, float] = {}
         try:
             process = self._ensure()
             reply, outs = process.request(header, buffers, self.timeout)
         except RunnerDied as exc:
+            where = getattr(self._process, "stage", None)
+            if where is not None:  # the stage it hung or died in
+                name, since = where
+                self._last_stages = {name.split()[0]: round(time.monotonic() - since, 6)}
             self._drop_runner()  # the next case starts a new runner (unless it could not be restarted)
             return Crashed(str(exc))
+        self._last_stages = _stages(reply)
+        result = self._classify(reply, outs, header)
+        if reply.get("status") == "device_removed":
+            self._drop_runner()
+        return result
+
+    def _classify(self, reply: dict, outs: list[bytes], header: dict) -> RunResult:
+        """A runner answer (a reply, or one item of a batch reply) as a result."""
         status = reply.get("status")
         if status == "ok":  # one buffer per present output, in field order
             names = [t["name"] for t in header["tensors"] if t["role"] == "output" and t["present"]]
@@ -346,10 +463,52 @@ class DirectMLBackend:
             return Outputs({})
         if status == "device_removed":
             words = self._process.last_words() if self._process else ""
-            self._drop_runner()
             return Crashed(f"device removed at {reply.get('stage')} (hr {reply.get('hr')}); runner restarted{'; ' + words if words else ''}")
         return Crashed(f"runner error at {reply.get('stage')}: hr {reply.get('hr')}")
 
+
+PER_CASE_STAGES = ("create", "compile", "initialize")  # announced per case, in order; the others per batch
+
+
+def _culprit(stage: tuple[str, float] | None, count: int, reason: str, seconds: float) -> tuple[int, TimedResult] | None:
+    """The case a batch's runner died on, from its last announced stage (`compile 5/64`), when that
+    stage is one it goes through case by case: (its position, its crash with the stage's seconds)."""
+    if stage is None:
+        return None
+    words = stage[0].split()
+    if len(words) != 2 or words[0] not in PER_CASE_STAGES or "/" not in words[1]:
+        return None
+    index, _, total = words[1].partition("/")
+    if not (index.isdigit() and total.isdigit()) or int(total) != count or not 1 <= int(index) <= count:
+        return None
+    elapsed = round(time.monotonic() - stage[1], 6)
+    return int(index) - 1, (Crashed(f"{reason} (in {stage[0]} of a batch of {count})"), Timing(seconds, {words[0]: elapsed}))
+
+
+def _stages(reply: dict) -> dict[str, float]:
+    """The runner's stage timings of one answer ({"t": {stage: seconds}}), checked."""
+    raw = reply.get("t")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float)) and 0 <= v < 1e7}
+
+
+def _chunks(pending: list[tuple[int, dict, list[bytes]]]):
+    """Consecutive runs of at most BATCH_CASES cases and BATCH_BYTES bytes in and out (a larger
+    case goes alone)."""
+    chunk: list[tuple[int, dict, list[bytes]]] = []
+    size = 0
+    for entry in pending:
+        _, header, buffers = entry
+        need = sum(len(b) for b in buffers) + sum(int(t.get("total_bytes") or 0) for t in header["tensors"]
+                                                  if t.get("role") == "output" and t.get("present"))
+        if chunk and (len(chunk) >= BATCH_CASES or size + need > BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(entry)
+        size += need
+    if chunk:
+        yield chunk
 
 if sys.platform == "win32":  # pragma: no cover - the native route
     STACK_DIR.mkdir(parents=True, exist_ok=True)

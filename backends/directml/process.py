@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from .stack import Stack, default_stack_dir
 from .vulkan import VulkanDriver, resolve_vulkan
 
 MAGIC = 0x524C4D44
+STAGE_PREFIX = b"dmlrunner-stage "  # runner.c announces each stage on stderr before it begins
+CRASH_PREFIX = b"dmlrunner-crash "  # and says so when it crashes, before it ends
 ROOT = Path(__file__).resolve().parents[2]
 # the stack set up by scripts/setup_directml.sh; DMLCONFORM_DIRECTML_STACK names another (an unpacked copy)
 STACK_DIR = default_stack_dir()
@@ -76,6 +79,7 @@ class RunnerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._frames: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self.stage: tuple[str, float] | None = None  # the runner's last "dmlrunner-stage" line and when it came
         self.starts = 0
         self.session: WineSession | None = None  # Xvfb + wineserver + boot processes (not on Windows)
 
@@ -107,6 +111,7 @@ class RunnerProcess:
         self.stop()
         self._frames = queue.Queue()
         self._stderr.clear()
+        self.stage = None
         try:
             env = None if sys.platform == "win32" else self._wine_session()
         except (OSError, RuntimeError) as exc:
@@ -119,7 +124,7 @@ class RunnerProcess:
                                      preexec_fn=die_with_parent())  # no runner outlives a killed run
         self.starts += 1
         threading.Thread(target=self._read_frames, args=(self.proc, self._frames), daemon=True).start()
-        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self.proc, self._frames), daemon=True).start()
         hello, _ = self._receive(self.config.startup_timeout)
         if hello.get("status") != "ready":
             raise RunnerDied(f"runner did not start ({hello.get('status')})", self.last_words())
@@ -161,6 +166,14 @@ class RunnerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def hung_stage(self) -> str:
+        """`in STAGE I/N, S s after it began` for a hang message: the stage the runner announced
+        last (create, compile, initialize, upload, execute, readback), or "" when it announced none."""
+        if self.stage is None:
+            return ""
+        name, since = self.stage
+        return f" in {name}, {time.monotonic() - since:.1f} s after it began"
+
     def last_words(self) -> str:
         return " | ".join(line for line in self._stderr if line.strip())[-1500:]
 
@@ -193,13 +206,18 @@ class RunnerProcess:
         finally:
             self._close_quietly(proc.stdout)
 
-    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+    def _read_stderr(self, proc: subprocess.Popen[bytes], frames: queue.Queue) -> None:
         stderr = proc.stderr
         assert stderr is not None  # always a pipe (start)
         try:
             log = open(self.config.stderr_log, "ab") if self.config.stderr_log else None
             try:
                 for raw in iter(stderr.readline, b""):
+                    if raw.startswith(STAGE_PREFIX):  # where the runner is: named if it hangs there
+                        self.stage = (raw[len(STAGE_PREFIX):].decode("utf-8", "replace").strip(), time.monotonic())
+                        continue
+                    if raw.startswith(CRASH_PREFIX):  # the answer now, not when the pipes close
+                        frames.put(("crashed", raw[len(CRASH_PREFIX):].decode("utf-8", "replace").strip()))
                     self._stderr.append(raw.decode("utf-8", "replace").rstrip())
                     if log is not None:
                         log.write(raw)
@@ -222,9 +240,15 @@ class RunnerProcess:
         try:
             kind, payload = self._frames.get(timeout=timeout)
         except queue.Empty:
+            time.sleep(0.05)  # a stage line written just before the hang may still be in the pipe
+            words, where = self.last_words(), self.hung_stage()
+            self.stop()
+            raise RunnerDied(f"runner did not answer within {timeout:.0f} s (hang{where})", words) from None
+        if kind == "crashed":
+            where = f" in {self.stage[0]}" if self.stage else ""
             words = self.last_words()
             self.stop()
-            raise RunnerDied(f"runner did not answer within {timeout:.0f} s (hang)", words) from None
+            raise RunnerDied(f"runner crashed{where} ({payload})", words)
         if kind != "frame":
             code = self.proc.poll() if self.proc else None
             if self.proc is not None:

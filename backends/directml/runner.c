@@ -3,7 +3,7 @@
  *
  * Frame (both directions, little endian): u32 magic 'DMLR', u32 json_length, u32 buffer_count,
  * the JSON text, then per buffer: u32 length and the bytes.
- * Requests: {"cmd":"info"} | {"cmd":"run", ...} | {"cmd":"crash"} | {"cmd":"hang"} | {"cmd":"remove_device"}.
+ * Requests: {"cmd":"info"} | {"cmd":"run", ...} | {"cmd":"batch","items":[run request, ..]} | {"cmd":"crash"} | {"cmd":"hang"}.
  * A run request: {"cmd":"run","op_type":N,"key":"...","exec_flags":F,
  *   "fields":[{"kind":"tensor","tensor":i} | {"kind":"float"|"uint"|"int","value":v} | {"kind":"struct","present":p,"members":[..]}
  *             | {"kind":"array","items":[..]} | {"kind":"tensors","items":[i,..]}
@@ -11,10 +11,16 @@
  *   (opdesc: a fused activation, recursive; union: a DML_SCALAR_UNION's 8 bytes inline)
  *   "tensors":[{"present":1,"role":"input"|"output","data_type":T,"flags":F,"sizes":[..],"strides":[..]|null,
  *               "total_bytes":B,"alignment":A,"buffer":k,"alias":j}]}   (alias: output bound to input tensor j)
- * Input buffers arrive in the order of the tensors that have "buffer" >= 0.
- * Replies: {"status":"ok"} + one buffer per output tensor (aliased outputs: the input's resource);
+ * Input buffers arrive in the order of the tensors that have "buffer" >= 0 (in a batch, "buffer" indexes
+ * the frame's buffers, all items' together).
+ * Replies: {"status":"ok","outputs":k,"t":{stage:seconds}} + one buffer per output tensor (aliased outputs: the input's resource);
  *          {"status":"rejected","stage":"CreateOperator","hr":"0x80070057"};
  *          {"status":"error","stage":S,"hr":H}; {"status":"device_removed","hr":H} (the runner then exits).
+ * A batch reply: {"status":"ok","items":[one reply object per item]} + the outputs of its ok items, in order;
+ * or one {"status":"device_removed",..} for the whole batch. Stage timings "t": create, compile,
+ * initialize (first use of a descriptor), upload, execute (the batch's submit, shared evenly), readback.
+ * Before each stage the runner writes "dmlrunner-stage NAME I/N" to stderr (where a hang is); on a
+ * crash, "dmlrunner-crash exception CODE at ADDRESS", then it ends.
  * Command line: runner.exe DirectML.dll [--adapter N] [--warp] [--debug-layer] [--min-feature-level 0x1000]
  * Written for dmlconform; DirectML declarations are the public ABI (enum values, layouts, vtable slots).
  */
@@ -142,7 +148,10 @@ static void replyf(const char *fmt, ...) { char buf[1024]; va_list a; va_start(a
 static ID3D12Device *dev; static ID3D12CommandQueue *queue; static ID3D12CommandAllocator *alloc;
 static ID3D12GraphicsCommandList *cl; static ID3D12Fence *fence; static UINT64 fenceval; static HANDLE fence_event;
 static void *dml, *recorder; static ID3D12DescriptorHeap *heap;
-#define HEAP_DESCS 1024
+#define HEAP_DESCS 8192
+#define MAX_BATCH 1024          /* cases in one "batch" request */
+#define MAX_FRAME_BUFFERS 16384 /* input buffers in one frame */
+static UINT heap_cursor, heap_increment; /* see make_binding_table */
 static char adapter_name[256] = "unknown";
 
 static HRESULT STDMETHODCALLTYPE no_meta_commands(void *self, UINT *num, void *descs) { (void)self; (void)descs; if (num) *num = 0; return S_OK; }
@@ -178,6 +187,7 @@ static HRESULT submit(void) {
     hr = ID3D12Device_GetDeviceRemovedReason(dev);
     ID3D12CommandAllocator_Reset(alloc);
     ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+    heap_cursor = 0; /* every binding table recorded so far has been used */
     return hr;
 }
 
@@ -189,6 +199,29 @@ static cached_op *cache_find(const char *key) { int i; for (i = 0; i < cache_cou
 
 static int device_removed(void) { return FAILED(((fn_removed)VT(dml)[15])(dml)); }
 
+/* ---------------- stages: timing and where a hang is ----------------
+ * Each stage a case goes through is timed (QueryPerformanceCounter) and announced on stderr before
+ * it begins ("dmlrunner-stage NAME I/N"), so that when the runner stops answering the client can say
+ * which stage it hung in: creating, compiling or initializing the operator (once per descriptor),
+ * uploading, executing (the batch's one submit and fence) or reading back. */
+static LARGE_INTEGER qpf;
+static double now_s(void) { LARGE_INTEGER c; QueryPerformanceCounter(&c); return (double)c.QuadPart / (double)qpf.QuadPart; }
+/* A crash (an access violation in DirectML, e.g. a null tensor it dereferences) is said at once on
+ * stderr and the process ends: left to Wine's own unhandled-exception path, a crashed runner took
+ * 14 to 18 s to go on an NVIDIA H200 (the client waited for its pipes to close). */
+static LONG WINAPI on_crash(EXCEPTION_POINTERS *e) {
+    fprintf(stderr, "dmlrunner-crash exception 0x%08lx at %p\n", (unsigned long)e->ExceptionRecord->ExceptionCode, e->ExceptionRecord->ExceptionAddress);
+    fflush(stderr);
+    TerminateProcess(GetCurrentProcess(), 5);
+    return EXCEPTION_EXECUTE_HANDLER;
+}
+static void announce(const char *stage, int item, int count) { fprintf(stderr, "dmlrunner-stage %s %d/%d\n", stage, item, count); fflush(stderr); }
+enum { T_CREATE, T_COMPILE, T_INIT, T_UPLOAD, T_EXECUTE, T_READBACK, T_COUNT };
+static const char *stage_names[T_COUNT] = { "create", "compile", "initialize", "upload", "execute", "readback" };
+
+/* heap_cursor: descriptors of the shader-visible heap in use by recorded, not yet completed work: each
+   binding table of a batch gets its own range; the range is free again once a submit has completed */
+
 #define MAXT 16
 /* One request's tensors, as DirectML sees them (DML_BUFFER_TENSOR_DESC) and as the client sent them. */
 typedef struct {
@@ -199,6 +232,16 @@ typedef struct {
 
 /* The resources of one execution: a default-heap buffer per tensor, upload and readback copies. */
 typedef struct { ID3D12Resource *res[MAXT], *up[MAXT], *rb[MAXT], *tmp; void *bt; } run_resources;
+
+/* One case of a request: its tensors, compiled operator, resources, timings and, when it did not
+   run, the JSON of its answer. */
+typedef struct {
+    jnode *req; run_tensors t; run_resources r; cached_op *c;
+    int failed;            /* 1: `answer` holds its status (rejected, error, accepted_not_run) */
+    int removed;           /* 1: the device was removed while this case was being prepared */
+    char answer[200];
+    double secs[T_COUNT];
+} run_item;
 
 static UINT64 padded_bytes(const run_tensors *t, int i) { return (t->bdesc[i].TotalTensorSizeInBytes + 3) & ~3ull; }
 
@@ -330,28 +373,57 @@ static int pack_desc(jnode *req, const run_tensors *t, unsigned char *opdesc, si
     return pack_fields(jget(req, "fields"), t, opdesc, cap, &ps, 0);
 }
 
-/* Create, compile and initialise the operator, or find it compiled in the cache. Returns the cache
-   entry, or NULL after replying (rejected, error) with *status -1 when the device was removed. */
-static cached_op *compiled_operator(jnode *req, const unsigned char *opdesc, int *status) {
-    const char *key = jstr(req, "key"); cached_op *c = *key ? cache_find(key) : NULL;
+/* A binding table over the next free range of the heap (RequiredDescriptorCount descriptors). The
+   caller submits first when the heap is full (heap_room). */
+static HRESULT make_binding_table(void *dispatchable, UINT count, void **bt) {
+    DML_BINDING_TABLE_DESC btd; D3D12_CPU_DESCRIPTOR_HANDLE cpu; D3D12_GPU_DESCRIPTOR_HANDLE gpu;
+    if (count == 0) count = 1;
+    heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &cpu);
+    heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &gpu);
+    cpu.ptr += (SIZE_T)heap_cursor * heap_increment; gpu.ptr += (UINT64)heap_cursor * heap_increment;
+    btd.Dispatchable = dispatchable; btd.CPUDescriptorHandle = cpu; btd.GPUDescriptorHandle = gpu; btd.SizeInDescriptors = count;
+    heap_cursor += count;
+    return ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, bt);
+}
+static int heap_room(UINT count) { return heap_cursor + (count ? count : 1) <= HEAP_DESCS; }
+
+static void item_fail(run_item *it, const char *status, const char *stage, HRESULT hr) {
+    it->failed = 1;
+    snprintf(it->answer, sizeof it->answer, "{\"status\":\"%s\",\"stage\":\"%s\",\"hr\":\"0x%08lx\"", status, stage, (unsigned long)hr);
+}
+static void item_fail_text(run_item *it, const char *status, const char *stage, const char *why) {
+    it->failed = 1;
+    snprintf(it->answer, sizeof it->answer, "{\"status\":\"%s\",\"stage\":\"%s\",\"hr\":\"%s\"", status, stage, why);
+}
+
+/* Create, compile and initialise the case's operator, or find it compiled in the cache. On failure
+   the item holds its answer (rejected, error) and `removed` says whether the device went away.
+   Initialisation submits the command list: call this before anything of the batch is recorded. */
+static void compile_item(run_item *it, const unsigned char *opdesc, int index, int count) {
+    jnode *req = it->req; const char *key = jstr(req, "key"); cached_op *c = *key ? cache_find(key) : NULL;
     void *op = NULL, *compiled = NULL, *init = NULL, *bt = NULL; ID3D12Resource *tmp = NULL;
-    DML_BINDING_PROPERTIES ep, ip; DML_BINDING_TABLE_DESC btd; DML_OPERATOR_DESC od; HRESULT hr;
-    *status = 0;
-    if (c) return c;
+    DML_BINDING_PROPERTIES ep, ip; DML_OPERATOR_DESC od; HRESULT hr; double t0;
+    if (c) { it->c = c; return; }
+    announce("create", index, count); t0 = now_s();
     od.Type = (UINT)jnum(req, "op_type", 0); od.Desc = opdesc;
     hr = ((fn_create_op)VT(dml)[8])(dml, &od, &IID_IDMLOperator_, &op);
+    it->secs[T_CREATE] = now_s() - t0;
     if (FAILED(hr)) {
-        if (device_removed()) { replyf("{\"status\":\"device_removed\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = -1; return NULL; }
-        replyf("{\"status\":\"rejected\",\"stage\":\"CreateOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL;
+        if (device_removed()) { item_fail(it, "device_removed", "CreateOperator", hr); it->removed = 1; return; }
+        item_fail(it, "rejected", "CreateOperator", hr); return;
     }
+    announce("compile", index, count); t0 = now_s();
+    if (!strcmp(jstr(req, "test_hang"), "compile")) Sleep(INFINITE); /* test hook: a driver that never finishes compiling */
     hr = ((fn_compile)VT(dml)[9])(dml, op, (UINT)jnum(req, "exec_flags", 0), &IID_IDMLCompiledOperator_, &compiled);
+    it->secs[T_COMPILE] = now_s() - t0;
     COM_RELEASE(op);
-    if (FAILED(hr)) { replyf("{\"status\":\"error\",\"stage\":\"CompileOperator\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = device_removed() ? -1 : 0; return NULL; }
+    if (FAILED(hr)) { item_fail(it, "error", "CompileOperator", hr); it->removed = device_removed(); return; }
     /* initialise once: the persistent resource lives with the cache entry */
+    announce("initialize", index, count); t0 = now_s();
     hr = ((fn_create_init)VT(dml)[10])(dml, 1, &compiled, &IID_IDMLOperatorInitializer_, &init);
-    if (FAILED(hr)) { COM_RELEASE(compiled); replyf("{\"status\":\"error\",\"stage\":\"CreateOperatorInitializer\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL; }
+    if (FAILED(hr)) { COM_RELEASE(compiled); item_fail(it, "error", "CreateOperatorInitializer", hr); return; }
     ((fn_props)VT(init)[8])(init, &ip); ((fn_props)VT(compiled)[8])(compiled, &ep);
-    if (cache_count == CACHE_MAX) { /* evict round-robin */
+    if (cache_count == CACHE_MAX) { /* evict round-robin (a batch holds far fewer descriptors than the cache) */
         cached_op *v = &cache[cache_next]; COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
         c = v; cache_next = (cache_next + 1) % CACHE_MAX;
     } else c = &cache[cache_count++];
@@ -361,23 +433,22 @@ static cached_op *compiled_operator(jnode *req, const unsigned char *opdesc, int
         c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     if (ip.TemporaryResourceSize)
         tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ip.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-    btd.Dispatchable = init; btd.SizeInDescriptors = HEAP_DESCS;
-    heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
-    heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
-    hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &bt);
-    if (FAILED(hr)) { COM_RELEASE(init); replyf("{\"status\":\"error\",\"stage\":\"CreateBindingTable\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); return NULL; }
+    hr = make_binding_table(init, ip.RequiredDescriptorCount, &bt);
+    if (FAILED(hr)) { COM_RELEASE(init); if (tmp) ID3D12Resource_Release(tmp); item_fail(it, "error", "CreateBindingTable", hr); return; }
     ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
     if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ip.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
     if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_n)VT(bt)[9])(bt, 1, &d); }
     ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, init, bt);
     hr = submit();
     COM_RELEASE(init); COM_RELEASE(bt); if (tmp) ID3D12Resource_Release(tmp);
-    if (FAILED(hr)) { replyf("{\"status\":\"device_removed\",\"stage\":\"initialize\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); *status = -1; return NULL; }
-    return c;
+    it->secs[T_INIT] = now_s() - t0;
+    if (FAILED(hr)) { item_fail(it, "device_removed", "initialize", hr); it->removed = 1; return; }
+    it->c = c;
 }
 
 static void reset_command_list(void) {
     ID3D12GraphicsCommandList_Close(cl); ID3D12CommandAllocator_Reset(alloc); ID3D12GraphicsCommandList_Reset(cl, alloc, NULL);
+    heap_cursor = 0;
 }
 
 /* One default-heap resource per present tensor (an aliased output shares its input's), inputs
@@ -405,10 +476,10 @@ static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_re
 }
 
 /* Bind inputs and outputs (absent tensors as DML_BINDING_TYPE_NONE), record the dispatch and the
-   copies into readback buffers, submit and wait. */
-static HRESULT execute(jnode *req, const run_tensors *t, cached_op *c, run_resources *r) {
+   copies into readback buffers; the caller submits (once for the whole batch). */
+static HRESULT record_dispatch(jnode *req, const run_tensors *t, cached_op *c, run_resources *r) {
     DML_BUFFER_BINDING bb[MAXT]; DML_BINDING_DESC in_b[MAXT], out_b[MAXT]; int nin = 0, nout = 0, i;
-    DML_BINDING_PROPERTIES ep; DML_BINDING_TABLE_DESC btd; HRESULT hr; void *compiled = c->compiled;
+    DML_BINDING_PROPERTIES ep; HRESULT hr; void *compiled = c->compiled;
     ((fn_props)VT(compiled)[8])(compiled, &ep);
     for (i = 0; i < t->nt; i++) {
         DML_BINDING_DESC *d = t->is_output[i] ? &out_b[nout++] : &in_b[nin++];
@@ -419,11 +490,8 @@ static HRESULT execute(jnode *req, const run_tensors *t, cached_op *c, run_resou
     }
     if ((int)jnum(req, "drop_binding", 0)) nin = nin > 0 ? nin - 1 : 0; /* test hook: a wrong binding count removes the device */
     if (ep.TemporaryResourceSize) r->tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-    btd.Dispatchable = compiled; btd.SizeInDescriptors = HEAP_DESCS;
-    heap->lpVtbl->GetCPUDescriptorHandleForHeapStart(heap, &btd.CPUDescriptorHandle);
-    heap->lpVtbl->GetGPUDescriptorHandleForHeapStart(heap, &btd.GPUDescriptorHandle);
-    hr = ((fn_create_bt)VT(dml)[12])(dml, &btd, &IID_IDMLBindingTable_, &r->bt);
-    if (FAILED(hr)) { reset_command_list(); return hr; }
+    hr = make_binding_table(compiled, ep.RequiredDescriptorCount, &r->bt);
+    if (FAILED(hr)) return hr;
     ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
     ((fn_bind_n)VT(r->bt)[8])(r->bt, nin, in_b);
     ((fn_bind_n)VT(r->bt)[9])(r->bt, nout, out_b);
@@ -440,12 +508,12 @@ static HRESULT execute(jnode *req, const run_tensors *t, cached_op *c, run_resou
         ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->rb[i], 0, res, 0, n);
         barrier(res, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     }
-    return submit();
+    return S_OK;
 }
 
-/* Reply with every output's bytes (its TotalTensorSizeInBytes), read from the readback buffers. */
-static void reply_outputs(const run_tensors *t, run_resources *r) {
-    blob outs[MAXT]; int nouts = 0, i;
+/* Every output's bytes (its TotalTensorSizeInBytes), read from the readback buffers into `outs`. */
+static int read_outputs(const run_tensors *t, run_resources *r, blob *outs) {
+    int nouts = 0, i;
     for (i = 0; i < t->nt; i++) {
         void *p; UINT64 n; D3D12_RANGE rr;
         if (!t->present[i] || !t->is_output[i] || !r->rb[i]) continue;
@@ -454,8 +522,7 @@ static void reply_outputs(const run_tensors *t, run_resources *r) {
         ID3D12Resource_Map(r->rb[i], 0, &rr, &p); memcpy(outs[nouts].data, p, n); ID3D12Resource_Unmap(r->rb[i], 0, NULL);
         nouts++;
     }
-    reply("{\"status\":\"ok\"}", nouts, outs);
-    for (i = 0; i < nouts; i++) free(outs[i].data);
+    return nouts;
 }
 
 static void release_resources(const run_tensors *t, run_resources *r) {
@@ -469,26 +536,93 @@ static void release_resources(const run_tensors *t, run_resources *r) {
     }
 }
 
-/* One "run" request: 0 when answered, -1 when the device is gone (the client restarts the runner). */
-static int do_run(jnode *req, blob *inbufs, int ninbufs) {
-    static run_tensors t; run_resources r; unsigned char opdesc[256]; cached_op *c; int status; HRESULT hr;
-    memset(&t, 0, sizeof t); memset(&r, 0, sizeof r);
-    if (!read_tensors(req, &t)) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"bad tensors\"}"); return 0; }
-    if (!pack_desc(req, &t, opdesc, sizeof opdesc)) { replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"desc does not fit the runner's storage\"}"); return 0; }
-    c = compiled_operator(req, opdesc, &status);
-    if (!c) return status;
-    if (!upload_inputs(&t, inbufs, ninbufs, &r)) {
-        /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
-        reset_command_list(); release_resources(&t, &r);
-        replyf("{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"}"); return 0;
+/* A growing text buffer for a reply's JSON. */
+typedef struct { char *s; size_t len, cap; } text;
+static void tput(text *b, const char *fmt, ...) {
+    va_list a; int n;
+    for (;;) {
+        va_start(a, fmt); n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, a); va_end(a);
+        if (n >= 0 && (size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
+        b->cap = b->cap * 2 + (n > 0 ? (size_t)n : 256); b->s = realloc(b->s, b->cap);
     }
-    hr = execute(req, &t, c, &r);
-    if (SUCCEEDED(hr) && device_removed()) hr = ((fn_removed)VT(dml)[15])(dml);
-    status = 0;
-    if (FAILED(hr)) { status = -1; replyf("{\"status\":\"device_removed\",\"stage\":\"execute\",\"hr\":\"0x%08lx\"}", (unsigned long)hr); }
-    else reply_outputs(&t, &r);
-    release_resources(&t, &r);
-    return status;
+}
+static void put_timings(text *b, const double *secs) {
+    int k, first = 1; tput(b, ",\"t\":{");
+    for (k = 0; k < T_COUNT; k++) if (secs[k] > 0) { tput(b, "%s\"%s\":%.6f", first ? "" : ",", stage_names[k], secs[k]); first = 0; }
+    tput(b, "}");
+}
+
+/* Run the cases of a request: each distinct descriptor created, compiled and initialised once (the
+   cache), then every case's inputs uploaded and its dispatch and readback copies recorded into one
+   command list, one submit and one fence for all (a submit more only when the descriptor heap is
+   full), and the outputs read back together. `single`: a "run" request (one case, its own reply
+   shape); otherwise a "batch" reply: {"status":"ok","items":[{"status":..,"outputs":k,"t":{..}},..]}
+   with the outputs of every ok item in order. Returns -1 when the device is gone (the runner then
+   exits and the client, which cannot tell which case removed it, runs the cases again one by one). */
+static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int single) {
+    run_item *items = calloc((size_t)(count ? count : 1), sizeof *items);
+    unsigned char opdesc[256]; int i, k, nouts = 0, removed = 0, recorded = 0; HRESULT hr = S_OK; double t0, shared;
+    blob *outs; text b = { malloc(256), 0, 256 };
+    for (i = 0; i < count; i++) {
+        run_item *it = &items[i]; it->req = reqs[i];
+        if (!read_tensors(it->req, &it->t)) { item_fail_text(it, "error", "request", "bad tensors"); continue; }
+        if (!pack_desc(it->req, &it->t, opdesc, sizeof opdesc)) { item_fail_text(it, "error", "request", "desc does not fit the runner's storage"); continue; }
+        compile_item(it, opdesc, i + 1, count);
+        if (it->removed) { removed = 1; break; }
+    }
+    if (!removed) {
+        announce("upload", count, count);
+        for (i = 0; i < count && SUCCEEDED(hr); i++) {
+            run_item *it = &items[i]; DML_BINDING_PROPERTIES ep;
+            if (it->failed) continue;
+            ((fn_props)VT(it->c->compiled)[8])(it->c->compiled, &ep);
+            if (!heap_room(ep.RequiredDescriptorCount) && recorded) { hr = submit(); recorded = 0; if (FAILED(hr)) break; }
+            t0 = now_s();
+            if (!upload_inputs(&it->t, inbufs, ninbufs, &it->r)) {
+                /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
+                it->failed = 1; snprintf(it->answer, sizeof it->answer, "{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"");
+                if (!recorded) reset_command_list();
+                else { hr = submit(); recorded = 0; }
+                continue;
+            }
+            hr = record_dispatch(it->req, &it->t, it->c, &it->r);
+            if (FAILED(hr)) { item_fail(it, "error", "CreateBindingTable", hr); hr = submit(); recorded = 0; continue; } /* its uploads and the earlier cases' work */
+            it->secs[T_UPLOAD] = now_s() - t0;
+            recorded++;
+        }
+        if (SUCCEEDED(hr)) {
+            announce("execute", count, count); t0 = now_s();
+            for (i = 0; i < count; i++) if (!strcmp(jstr(items[i].req, "test_hang"), "execute")) Sleep(INFINITE); /* test hook: a GPU hang */
+            hr = submit();
+            shared = (now_s() - t0) / (count ? count : 1);
+            for (i = 0; i < count; i++) if (!items[i].failed) items[i].secs[T_EXECUTE] = shared;
+        }
+        if (SUCCEEDED(hr) && device_removed()) hr = ((fn_removed)VT(dml)[15])(dml);
+        if (FAILED(hr)) removed = 1;
+    }
+    if (removed) {
+        const char *stage = "execute";
+        for (i = 0; i < count; i++) if (items[i].removed) stage = strstr(items[i].answer, "initialize") ? "initialize" : strstr(items[i].answer, "Compile") ? "CompileOperator" : "CreateOperator";
+        replyf("{\"status\":\"device_removed\",\"stage\":\"%s\",\"hr\":\"0x%08lx\",\"count\":%d}", stage, (unsigned long)hr, count);
+        for (i = 0; i < count; i++) release_resources(&items[i].t, &items[i].r);
+        free(items); free(b.s); return -1;
+    }
+    announce("readback", count, count);
+    outs = malloc(sizeof *outs * (size_t)(count * MAXT + 1));
+    tput(&b, single ? "" : "{\"status\":\"ok\",\"items\":[");
+    for (i = 0; i < count; i++) {
+        run_item *it = &items[i]; int n = 0;
+        if (!it->failed) { t0 = now_s(); n = read_outputs(&it->t, &it->r, outs + nouts); it->secs[T_READBACK] = now_s() - t0; nouts += n; }
+        tput(&b, "%s", i ? "," : "");
+        if (it->failed) tput(&b, "%s", it->answer); else tput(&b, "{\"status\":\"ok\",\"outputs\":%d", n);
+        put_timings(&b, it->secs); tput(&b, "}");
+        release_resources(&it->t, &it->r);
+    }
+    if (!single) tput(&b, "]}");
+    reply(b.s, nouts, outs);
+    for (k = 0; k < nouts; k++) free(outs[k].data);
+    free(outs); free(items); free(b.s);
+    return 0;
 }
 
 static void do_info(void) {
@@ -537,6 +671,7 @@ static int setup(const char *dllpath, int adapter_index, int warp, int debug_lay
     if (FAILED(ID3D12Device_CreateFence(dev, 0, D3D12_FENCE_FLAG_NONE, &IID_ID3D12Fence, (void **)&fence))) return 0;
     fence_event = CreateEventA(NULL, FALSE, FALSE, NULL);
     if (FAILED(((fn_create_rec)VT(dml)[11])(dml, &IID_IDMLCommandRecorder_, &recorder))) return 0;
+    heap_increment = ID3D12Device_GetDescriptorHandleIncrementSize(dev, D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV);
     memset(&hd, 0, sizeof hd); hd.Type = D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV; hd.NumDescriptors = HEAP_DESCS; hd.Flags = D3D12_DESCRIPTOR_HEAP_FLAG_SHADER_VISIBLE;
     if (FAILED(ID3D12Device_CreateDescriptorHeap(dev, &hd, &IID_ID3D12DescriptorHeap, (void **)&heap))) return 0;
     return 1;
@@ -551,14 +686,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--min-feature-level") && i + 1 < argc) min_level = (UINT)strtoul(argv[++i], NULL, 0);
     }
     _setmode(0, _O_BINARY); _setmode(1, _O_BINARY);
+    QueryPerformanceFrequency(&qpf);
+    SetUnhandledExceptionFilter(on_crash);
     SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
     if (!setup(dll, adapter, warp, debug_layer, min_level)) { replyf("{\"status\":\"startup_failed\"}"); return 2; }
     replyf("{\"status\":\"ready\"}");
     for (;;) {
-        UINT h[3]; char *json; jnode *req; blob bufs[MAXT]; int n = 0, rc = 0; const char *cmd;
+        UINT h[3]; char *json; jnode *req; blob *bufs; int n = 0, rc = 0; const char *cmd;
         if (!read_all(h, sizeof h)) break;
-        if (h[0] != MAGIC || h[1] > (64u << 20) || h[2] > MAXT) { fprintf(stderr, "runner: bad frame\n"); return 3; }
+        if (h[0] != MAGIC || h[1] > (64u << 20) || h[2] > MAX_FRAME_BUFFERS) { fprintf(stderr, "runner: bad frame\n"); return 3; }
         json = malloc(h[1] + 1); if (!read_all(json, h[1])) break; json[h[1]] = 0;
+        bufs = malloc(sizeof *bufs * (h[2] + 1));
         for (n = 0; n < (int)h[2]; n++) {
             if (!read_all(&bufs[n].len, 4)) return 3;
             bufs[n].data = malloc(bufs[n].len ? bufs[n].len : 1);
@@ -566,12 +704,18 @@ int main(int argc, char **argv) {
         }
         jp = json; req = jvalue(); cmd = jstr(req, "cmd");
         if (!strcmp(cmd, "info")) do_info();
-        else if (!strcmp(cmd, "run")) rc = do_run(req, bufs, n);
+        else if (!strcmp(cmd, "run")) rc = run_items(&req, 1, bufs, n, 1);
+        else if (!strcmp(cmd, "batch")) {
+            jnode *items = jget(req, "items");
+            if (!items || items->kind != J_ARR || items->count > MAX_BATCH) replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"a batch holds 0 to %d items\"}", MAX_BATCH);
+            else rc = run_items(items->items, items->count, bufs, n, 0);
+        }
         else if (!strcmp(cmd, "crash")) { volatile int *p = NULL; *p = 1; }       /* test hook: a crashing driver */
-        else if (!strcmp(cmd, "hang")) { Sleep(INFINITE); }                       /* test hook: a hung driver */
+        else if (!strcmp(cmd, "hang")) { announce("hang", 1, 1); Sleep(INFINITE); } /* test hook: a hung driver */
         else replyf("{\"status\":\"error\",\"stage\":\"request\",\"hr\":\"unknown cmd\"}");
         jfree(req); free(json);
         while (n-- > 0) free(bufs[n].data);
+        free(bufs);
         if (rc < 0) return 4; /* device removed: exit, the client starts a new runner */
     }
     return 0;

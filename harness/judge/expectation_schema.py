@@ -32,7 +32,7 @@ _TYPE_LIST = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"ty
 _NAME_LIST = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "string", "minLength": 1}}
 _NUMBERS = {"type": "array", "items": {"type": "number"}}
 
-STATUSES = ("mismatch", "rejected-valid", "accepted-invalid", "crashed")  # what an expectation may explain
+STATUSES = ("mismatch", "rejected-valid", "accepted-invalid", "crashed", "flaky")  # what an expectation may explain
 
 _PROBE = {
     "type": "object",
@@ -70,10 +70,13 @@ _ENTRY = {
         "tensor_types": _TYPE_LIST,
         "devices": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}},
         "probe": _PROBE,
+        "hangs": {"type": "boolean"},
     },
     # a mismatch (the default status) is explained element by element: its output types and condition
     "if": {"properties": {"status": {"const": "mismatch"}}},
     "then": {"required": ["data_types", "when"]},
+    # a known hang (its cases are not sent to the device) is checked on its probe in every run
+    "dependentSchemas": {"hangs": {"required": ["probe", "devices"], "properties": {"status": {"const": "crashed"}}}},
 }
 
 EXPECTATION_SCHEMA: dict = {
@@ -88,7 +91,7 @@ EXPECTATION_SCHEMA: dict = {
 
 # keys that only one kind of expectation reads (the other kind would silently ignore them)
 MISMATCH_ONLY = ("when", "input_types")
-STATUS_ONLY = ("rule", "reason_contains", "attributes_present", "tensor_types")
+STATUS_ONLY = ("rule", "reason_contains", "attributes_present", "tensor_types", "hangs")
 
 
 # --- the loops of a descriptor_when -------------------------------------------------------------

@@ -64,6 +64,7 @@ class Expectation:
     probe: dict | None = None                   # a fixed case that shows the divergence (staleness is judged on it)
     descriptor_when: ShapeExpr | None = None    # for mismatches: the descriptors it applies to (a shape expression)
     devices: tuple[str, ...] = ()               # where it was seen: text of the backend's version (its adapter); () every device
+    hangs: bool = False                         # its cases hang the device: not sent to it; the probe checks the hang
 
 
 @dataclass
@@ -85,6 +86,20 @@ class ExpectationSet:
         expectation names devices."""
         return self.on_device(version()) if any(item.devices for item in self.items) else self
 
+    def known_hang(self, operator: str, rule: str | None, data_type: str | None = None, attributes: dict | None = None,
+                   tensor_types: tuple[str, ...] | None = None,
+                   descriptor_holds: Callable[[ShapeExpr], bool] | None = None) -> Expectation | None:
+        """The `hangs` expectation whose cases this one belongs to, if any: such a case is not sent
+        to the device (a hang costs a timeout and a GPU channel's teardown, over and over); the
+        expectation's probe runs in every run and shows whether the hang still happens."""
+        for item in self.items:
+            if not item.hangs:
+                continue
+            reason = item.reason_contains or ""
+            if self._matches_status(item, operator, "crashed", rule, reason, data_type, attributes, tensor_types, descriptor_holds):
+                return item
+        return None
+
     def explain_status(self, operator: str, status: str, rule: str | None, reason: str,
                        data_type: str | None = None, attributes: dict | None = None,
                        tensor_types: tuple[str, ...] | None = None,
@@ -95,21 +110,27 @@ class ExpectationSet:
         with a descriptor_when the cases whose descriptor it holds for (`descriptor_holds`
         evaluates it; without one such an entry explains nothing)."""
         for item in self.items:
-            if item.status == "mismatch" or item.operator != operator:
-                continue
-            if item.descriptor_when is not None and (descriptor_holds is None or not descriptor_holds(item.descriptor_when)):
-                continue
-            if item.data_types and data_type is not None and data_type not in item.data_types:
-                continue
-            if item.tensor_types and not set(item.tensor_types) & set(tensor_types or ()):
-                continue
-            if item.attributes_present and not all(a in (attributes or {}) for a in item.attributes_present):
-                continue
-            if item.rule is not None and item.rule != rule:
-                continue
-            if item.status == status and (item.reason_contains is None or item.reason_contains in reason):
+            if self._matches_status(item, operator, status, rule, reason, data_type, attributes, tensor_types, descriptor_holds):
                 return item
         return None
+
+    @staticmethod
+    def _matches_status(item: Expectation, operator: str, status: str, rule: str | None, reason: str,
+                        data_type: str | None, attributes: dict | None, tensor_types: tuple[str, ...] | None,
+                        descriptor_holds: Callable[[ShapeExpr], bool] | None) -> bool:
+        if item.status == "mismatch" or item.operator != operator:
+            return False
+        if item.descriptor_when is not None and (descriptor_holds is None or not descriptor_holds(item.descriptor_when)):
+            return False
+        if item.data_types and data_type is not None and data_type not in item.data_types:
+            return False
+        if item.tensor_types and not set(item.tensor_types) & set(tensor_types or ()):
+            return False
+        if item.attributes_present and not all(a in (attributes or {}) for a in item.attributes_present):
+            return False
+        if item.rule is not None and item.rule != rule:
+            return False
+        return item.status == status and (item.reason_contains is None or item.reason_contains in reason)
 
     def explain(self, operator: str, data_type: str | None, diff: DiffResult, input_type: str | None = None) -> Expectation | None:
         """The expectation that explains every mismatching element of `diff`, if one does; else,
@@ -476,7 +497,8 @@ def _read_entry(src: "SourcedYaml", index: int, raw: dict, specs: "SpecSet") -> 
                        raw.get("rule"), raw.get("reason_contains"),
                        attributes_present=tuple(raw.get("attributes_present", ())),
                        tensor_types=tuple(raw.get("tensor_types", ())), probe=probe,
-                       descriptor_when=descriptor_when, devices=tuple(raw.get("devices", ())))
+                       descriptor_when=descriptor_when, devices=tuple(raw.get("devices", ())),
+                       hangs=bool(raw.get("hangs", False)))
     if probe is not None:
         _check_probe(src, where + ("probe",), item, spec, specs)
     return item

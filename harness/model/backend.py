@@ -40,6 +40,19 @@ class Crashed:
 RunResult = Outputs | Rejected | Unsupported | Crashed
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How long a backend took on one case: the wall seconds, and where the backend can say so,
+    its stages (DirectML: create, compile, initialize, upload, execute, readback; a batch's one
+    submit is shared evenly among its cases). Records carry both, so a slow or hung stage is named."""
+
+    seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+TimedResult = tuple[RunResult, Timing]
+
+
 @dataclass
 class Capabilities:
     """What a backend can do; the suite uses it to report `unsupported` without running."""
@@ -69,3 +82,12 @@ class Backend(Protocol):
     def run(self, case: Case) -> RunResult: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class BatchBackend(Backend, Protocol):
+    """A backend that runs many cases per call (DirectML: one runner request, each descriptor
+    compiled once, one submit and fence), answering for each case in order; a crash or hang in
+    the batch costs only the case that caused it."""
+
+    def run_batch(self, cases: list[Case]) -> list[TimedResult]: ...

@@ -5,7 +5,9 @@ point classifies results the same way.
 """
 from __future__ import annotations
 
+import os
 import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from harness.generate.types import primary_input
 from harness.judge.diff import DiffResult, judge
 from harness.judge.expectations import ExpectationSet, descriptor_holds
 from harness.judge.status import FAILURES, Status
-from harness.model.backend import Backend, Capabilities, Crashed, RunResult
+from harness.model.backend import Backend, BatchBackend, Capabilities, Crashed, RunResult, TimedResult, Timing
 from harness.model.validator import case_verdict
 from harness.model.descriptor import Case
 from harness.model.layout import read_tensor
@@ -21,6 +23,11 @@ from harness.model.wellformed import check_case
 from harness.reference.prefetch import start_reference
 from harness.run.results import CaseRecord, ResultWriter, recording
 from harness.spec.model import OperatorSpec, SpecSet
+
+
+# DMLCONFORM_KEEP_CASES=all keeps the case file of every case, passes too: for a census of which
+# descriptors bring on a device's failure or hang (docs/gpu-results.md), not for everyday runs
+_KEEP_EVERY_CASE = os.environ.get("DMLCONFORM_KEEP_CASES", "") == "all"
 
 
 @dataclass
@@ -74,11 +81,25 @@ def previews(spec: OperatorSpec, case: Case, limit: int = 16) -> dict[str, list]
     return out
 
 
-def _run_once(backend: Backend, case: Case) -> RunResult:
+def _run_once(backend: Backend, case: Case) -> TimedResult:
+    start = time.perf_counter()
     try:
-        return backend.run(case)
+        result: RunResult = backend.run(case)
     except Exception as exc:  # noqa: BLE001 - a backend bug is a result, the run goes on
-        return Crashed(f"{type(exc).__name__}: {exc}")
+        result = Crashed(f"{type(exc).__name__}: {exc}")
+    return result, Timing(time.perf_counter() - start)
+
+
+def execute_cases(backend: Backend, cases: list[Case]) -> list[TimedResult]:
+    """Each case's result and timing, in order: in batches where the backend runs them so
+    (BatchBackend: DirectML compiles each descriptor once and submits many cases at a time),
+    else one by one, timed here."""
+    if isinstance(backend, BatchBackend) and len(cases) > 1:
+        try:
+            return backend.run_batch(cases)
+        except Exception:  # noqa: BLE001 - a backend bug: every case gets its own try, one by one
+            pass
+    return [_run_once(backend, case) for case in cases]
 
 
 def _explain_failure(spec: OperatorSpec, case: Case, diff: DiffResult, status: Status,
@@ -98,80 +119,159 @@ def _explain_failure(spec: OperatorSpec, case: Case, diff: DiffResult, status: S
     return None
 
 
-def _known_crash(spec: OperatorSpec, case: Case, result: Crashed, capabilities: Capabilities, level: str,
-                 expectations: ExpectationSet | None) -> bool:
-    """Whether an expectation already explains this crash (DirectML's null-tensor dereferences):
-    its one run is the observation, and the rerun that tells a flaky crash from a repeatable one
-    is not paid (a runner restart costs a second or more per case)."""
-    if expectations is None:
-        return False
-    diff = judge(spec, case, result, capabilities.validates_descriptors, level)
-    return diff.status in FAILURES and _explain_failure(spec, case, diff, diff.status, expectations, level) is not None
-
-
 def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
              expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
-             cases_dir: Path | None = None, test_id: str = "") -> Outcome:
-    """Run, judge, explain, record. Never raises for a backend failure: that is a `crashed` result."""
-    check_case(case, spec)  # CaseFormatError: nothing malformed reaches a backend (harness/model/wellformed.py)
-    result: RunResult | None = None
+             cases_dir: Path | None = None, test_id: str = "", run_known_hangs: bool = False) -> Outcome:
+    """Run, judge, explain, record one case. Never raises for a backend failure: that is a
+    `crashed` result."""
+    return run_cases(backend, spec, [case], kind, expectations=expectations, writer=writer, cases_dir=cases_dir,
+                     test_id=test_id, run_known_hangs=run_known_hangs)[0]
+
+
+def run_cases(backend: Backend, spec: OperatorSpec, cases: list[Case], kind: str, *,
+              expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
+              cases_dir: Path | None = None, test_id: str = "", run_known_hangs: bool = False) -> list[Outcome]:
+    """Run the cases on the backend (in batches where it can), then judge, explain and record each
+    one, in order. Nothing malformed reaches a backend: every case is checked first. A case of an
+    expectation marked `hangs` (this device hangs on it) is not sent, unless `run_known_hangs`
+    (the expectation's probe): it is recorded as that known divergence, not run."""
+    for case in cases:
+        check_case(case, spec)  # CaseFormatError (harness/model/wellformed.py)
     try:
         capabilities = backend.capabilities()
-    except Exception as exc:  # noqa: BLE001 - e.g. a runner that cannot be restarted: this case crashed
-        capabilities = Capabilities()
-        result = Crashed(f"the backend could not report its capabilities: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - e.g. a runner that cannot be restarted: these cases crashed
+        why = Crashed(f"the backend could not report its capabilities: {type(exc).__name__}: {exc}")
+        return [_settle(backend, spec, case, kind, (why, Timing()), Capabilities(), case.feature_level, expectations,
+                        writer, cases_dir, test_id) for case in cases]
     # a real device is judged at its own maximum level (a descriptor invalid only at a lower level
     # must be accepted); a backend that emulates any level is judged at the case's level
-    level = capabilities.max_feature_level or case.feature_level
-    if result is None:
-        if not capabilities.is_reference:  # the reference backend computes it in its own call
-            start_reference(spec, case, level)  # large cases: the reference is computed during the backend call
-        result = _run_once(backend, case)
-    flaky_crash = None
-    if isinstance(result, Crashed) and not capabilities.is_reference and not _known_crash(
-            spec, case, result, capabilities, level, expectations):
-        # once more, on a restarted runner: a crash that repeats is the case's result; one that does
-        # not is reported beside the rerun's verdict (tag `crashed-once`, the summary, the case file),
-        # never dropped, and the verdict is the rerun's (DirectML under Wine crashed 1 case
-        # of 2,735 once in CI, and not on replay)
-        first = result
-        result = _run_once(backend, case)
-        flaky_crash = None if isinstance(result, Crashed) else first.reason
-    diff = judge(spec, case, result, capabilities.validates_descriptors, level)
-    status = diff.status
-    expectation = None
+    hangs = {} if run_known_hangs or expectations is None else {
+        i: item for i, case in enumerate(cases)
+        if (item := _known_hang(spec, case, expectations, capabilities.max_feature_level or case.feature_level)) is not None}
+    sent = [case for i, case in enumerate(cases) if i not in hangs]
+    if not capabilities.is_reference:  # the reference backend computes it in its own call
+        for case in sent:  # large cases: the reference is computed during the backend call
+            start_reference(spec, case, capabilities.max_feature_level or case.feature_level)
+    answers = iter(execute_cases(backend, sent) if sent else [])
+    outcomes = []
+    for i, case in enumerate(cases):
+        level = capabilities.max_feature_level or case.feature_level
+        if i in hangs:
+            outcomes.append(_not_run(backend, spec, case, kind, hangs[i], level, writer, test_id))
+        else:
+            outcomes.append(_settle(backend, spec, case, kind, next(answers), capabilities, level, expectations, writer,
+                                    cases_dir, test_id))
+    return outcomes
+
+
+def _known_hang(spec: OperatorSpec, case: Case, expectations: ExpectationSet, level: str):
+    """The `hangs` expectation of this valid case on this device, or None. Invalid cases are always
+    sent: DirectML rejects most of them before anything executes, and that is what they test."""
+    if not case.expect_valid or not any(item.hangs for item in expectations.items):
+        return None
+    rules: list[str | None] = [*sorted(case_verdict(spec, case, level).rule_ids)] or [None]
+    tensor_types = tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None)
+    for rule in rules:
+        item = expectations.known_hang(spec.name, rule, case_data_type(spec, case), case.descriptor.attributes, tensor_types,
+                                       lambda expr: descriptor_holds(expr, spec, case.descriptor))
+        if item is not None:
+            return item
+    return None
+
+
+def _not_run(backend: Backend, spec: OperatorSpec, case: Case, kind: str, item, level: str,
+             writer: ResultWriter | None, test_id: str) -> Outcome:
+    """A case of a known hang, recorded without running it: the known divergence (never a pass),
+    tagged `not-run`; the expectation's probe shows in the same run whether the hang still happens."""
+    summary = (f"not run: {item.id} says this device hangs on such descriptors (its probe runs in every run "
+               f"and shows whether it still does)")
+    diff = DiffResult(Status.EXPECTED_DIVERGENCE, summary)
     data_type = case_data_type(spec, case)
+    record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
+                        status=Status.EXPECTED_DIVERGENCE, case_id=case.case_id, summary=summary, test_id=test_id,
+                        rule=case.broken_rule, tags=[*case.tags, "not-run"], expectation=item.id)
+    if writer is not None:
+        writer.write(record)
+    message = f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): {summary}\nknown divergence {item.id}"
+    return Outcome(Status.EXPECTED_DIVERGENCE, diff, record, None, message)
+
+
+@dataclass
+class _Verdict:
+    """One run's judgement: the diff, the status after the expectations, the expectation used."""
+
+    diff: DiffResult
+    status: Status
+    expectation: str | None
+
+
+def _verdict(spec: OperatorSpec, case: Case, result: RunResult, capabilities: Capabilities, level: str,
+             expectations: ExpectationSet | None) -> _Verdict:
+    diff = judge(spec, case, result, capabilities.validates_descriptors, level)
+    status, expectation = diff.status, None
     if status == Status.MISMATCH and expectations is not None:
         out_desc = case.descriptor.tensors.get(spec.formula.output)
-        explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, data_type)
+        explained = expectations.explain(spec.name, out_desc.data_type if out_desc else None, diff, case_data_type(spec, case))
         if explained is not None:
             status, expectation = Status.EXPECTED_DIVERGENCE, explained.id
     elif expectations is not None and status in FAILURES:
         expectation = _explain_failure(spec, case, diff, status, expectations, level)
         if expectation is not None:
             status = Status.EXPECTED_DIVERGENCE
+    return _Verdict(diff, status, expectation)
+
+
+def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer: TimedResult,
+            capabilities: Capabilities, level: str, expectations: ExpectationSet | None,
+            writer: ResultWriter | None, cases_dir: Path | None, test_id: str) -> Outcome:
+    """Judge one answer; an unexpected failure is run once more, alone, and a rerun that comes out
+    otherwise makes the case `flaky` (a failure unless an expectation names it), never a pass:
+    DirectML under Wine crashed one GATHER case of 2,735 once in CI and not on replay, and such a
+    case must be seen, not hidden behind its rerun's pass."""
+    result, timing = answer
+    verdict = _verdict(spec, case, result, capabilities, level, expectations)
+    seconds, stages = timing.seconds, dict(timing.stages)
+    first: _Verdict | None = None
+    if verdict.status in FAILURES and not capabilities.is_reference:  # the reference's own answer cannot change
+        rerun, again = _run_once(backend, case)
+        first, verdict = verdict, _verdict(spec, case, rerun, capabilities, level, expectations)
+        seconds += again.seconds
+        for stage, secs in again.stages.items():
+            stages[stage] = stages.get(stage, 0.0) + secs
+        if verdict.status == first.status:
+            first = None  # it repeats: the case's result
+    status, diff, expectation = verdict.status, verdict.diff, verdict.expectation
+    if first is not None:
+        failing = first if first.status in FAILURES else verdict
+        status, diff, expectation = Status.FLAKY, failing.diff, None
+        if expectations is not None:
+            expectation = _explain_failure(spec, case, failing.diff, Status.FLAKY, expectations, level)
+            if expectation is not None:
+                status = Status.EXPECTED_DIVERGENCE
+    data_type = case_data_type(spec, case)
     case_file = None
-    if (status in FAILURES or status == Status.EXPECTED_DIVERGENCE or flaky_crash) and cases_dir is not None:
+    if (status in FAILURES or status == Status.EXPECTED_DIVERGENCE or _KEEP_EVERY_CASE) and cases_dir is not None:
         target = cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml"
         with recording(target):
             case_file = case.save(target, previews(spec, case))
+    summary = diff.summary
+    if first is not None:
+        summary = f"flaky: first {first.status} ({first.diff.summary[:200]}); run again: {verdict.status} ({verdict.diff.summary[:200]})"
     record = CaseRecord(backend=backend.name, operator=spec.name, feature_level=level, data_type=data_type, kind=kind,
-                        status=status, case_id=case.case_id, summary=diff.summary[:500], test_id=test_id,
+                        status=status, case_id=case.case_id, summary=summary[:500], test_id=test_id,
                         rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,
                         expectation=expectation, elements=diff.elements, mismatches=diff.mismatch_count,
-                        unspecified=diff.unspecified_count, liberties=dict(diff.liberties))
-    if flaky_crash:
-        record.tags.append("crashed-once")
-        record.summary = f"crashed once, then ran ({flaky_crash[:200]}); the rerun: {diff.summary}"[:500]
+                        unspecified=diff.unspecified_count, liberties=dict(diff.liberties),
+                        duration_s=round(seconds, 6), stages={k: round(v, 6) for k, v in stages.items()})
+    if first is not None:
+        record.tags.append("flaky")
     if writer is not None:
         writer.write(record)
-    lines = [f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): {diff.render()}"]
-    if flaky_crash:
-        lines.append(f"crashed once, not on a rerun: {flaky_crash}")
+    lines = [f"{spec.name} on {backend.name} at FL {level} ({kind}, {data_type}): "
+             + (summary if first is not None else diff.render())]
     if expectation:
         lines.append(f"known divergence {expectation}")
     if case_file is not None:
         lines.append(f"case file: {case_file}")
         lines.append(f"replay:    {replay_command(case_file, backend)}")
     return Outcome(status, diff, record, case_file, "\n".join(lines))
-

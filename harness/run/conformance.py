@@ -24,13 +24,17 @@ from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
 from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
-from harness.run.case import run_case
+from harness.run.case import run_case, run_cases
 from harness.run.drawn import drawn_cases
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.generate.sweeps import sweep_case
 
 pytestmark = pytest.mark.conformance
-MAX_ATTACHED = 5  # failures whose case file, table and plot are attached to the Allure result
+CASES_PER_CALL = 256  # a cell's cases handed to the backend at a time (DirectML batches them: backends/directml)
+MAX_ATTACHED = 5  # failures per test whose case file, table and plot are attached to the Allure result (every
+# one has its case file in reports/cases/ and its record); as many passes' liberties with --report-detail full
+MAX_ATTACHED_DIVERGENCES = 1  # expected divergences and divergences on unspecified elements: one example per
+# test (MAX_ATTACHED with --report-detail full); their records and case files hold every one
 # The liberties that mask a probe (ids of specs/_arithmetic.yaml's liberties): those some devices
 # take and others never (a GPU flushes fp32 denormals and divides through the reciprocal; lavapipe
 # does neither). A probe that conforms only through rounding, which every device may take, is
@@ -51,6 +55,7 @@ class _Tally:
         self.unsupported_reason = ""
         self.notes: list[str] = []
         self.liberty_examples = 0  # passes that needed a liberty, attached to the report (a few)
+        self.attached = {True: 0, False: 0}  # attached to the report: failures (True) and divergences (False)
         self.tags: set[str] = set()
         self.failures: list = []
 
@@ -99,17 +104,36 @@ class _Tally:
 
 
 def _run(request, backend_name, spec, case, kind, tally):
+    return _run_many(request, backend_name, spec, [case], kind, tally)[0]
+
+
+def _run_many(request, backend_name, spec, cases, kind, tally) -> list[Outcome]:
+    """Run a cell's cases (in batches on a backend that batches), then tally and attach each."""
     config = request.config
-    outcome = run_case(config.dml_backends[backend_name], spec, case, kind,
-                       expectations=config.dml_expectations.get(backend_name), writer=config.dml_writer,
-                       cases_dir=config.dml_cases_dir, test_id=request.node.nodeid)
-    tally.add(outcome)
-    if (outcome.failed or outcome.status == EXPECTED_DIVERGENCE) and len(tally.failures) <= MAX_ATTACHED:
-        attach_outcome(outcome, spec, case)
-    elif outcome.diff.legal_count and tally.liberty_examples < MAX_ATTACHED:
+    outcomes = run_cases(config.dml_backends[backend_name], spec, cases, kind,
+                         expectations=config.dml_expectations.get(backend_name), writer=config.dml_writer,
+                         cases_dir=config.dml_cases_dir, test_id=request.node.nodeid)
+    for case, outcome in zip(cases, outcomes):
+        tally.add(outcome)
+        _attach(config, tally, outcome, spec, case)
+    return outcomes
+
+
+def _attach(config: pytest.Config, tally: _Tally, outcome: Outcome, spec, case) -> None:
+    """Allure attachments where a reader looks: a test's failures (crashed, flaky, ...), the first
+    MAX_ATTACHED of them, and its divergences (expected, on unspecified elements), the first
+    MAX_ATTACHED_DIVERGENCES. The liberties a passing case took only with --report-detail full:
+    attachments of passing cases were most of the files a run left, and the records and matrix
+    already count every liberty."""
+    full = config.getoption("report_detail", default="failures") == "full"
+    if outcome.failed or outcome.status in (EXPECTED_DIVERGENCE, UNSPECIFIED):
+        failed = bool(outcome.failed)
+        if tally.attached[failed] < (MAX_ATTACHED if failed or full else MAX_ATTACHED_DIVERGENCES):
+            tally.attached[failed] += 1
+            attach_outcome(outcome, spec, case)
+    elif outcome.diff.legal_count and tally.liberty_examples < MAX_ATTACHED and full:
         tally.liberty_examples += 1
         attach_liberties(outcome)
-    return outcome
 
 
 def _settings(request):
@@ -122,8 +146,9 @@ def _run_generated(request, backend, spec, cell: tuple, strategy, kind, tally, e
     backends that run it: harness.run.drawn); each case is run and judged; the tally decides the
     outcome. `examples` caps the draws below the profile's."""
     chosen = settings(max_examples=examples) if examples else _settings(request)
-    for case in drawn_cases((id(spec), kind) + cell, strategy, chosen):
-        _run(request, backend, spec, case, kind, tally)
+    cases = drawn_cases((id(spec), kind) + cell, strategy, chosen)
+    for start in range(0, len(cases), CASES_PER_CALL):
+        _run_many(request, backend, spec, cases[start:start + CASES_PER_CALL], kind, tally)
     tally.finish(request)
 
 
@@ -198,7 +223,7 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     assert case is not None  # a probe cell is an expectation with a probe (harness.run.plugin)
     label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
     outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
-                       test_id=request.node.nodeid)
+                       test_id=request.node.nodeid, run_known_hangs=True)  # a known hang's probe is what runs it
     explained = outcome.record.expectation == item.id
     record = outcome.record
     record.kind, record.expectation = "probe", item.id

@@ -1,0 +1,107 @@
+"""Batched DirectML execution (issue 31): one runner request carries many cases, each descriptor is
+compiled once, and a crash or hang still costs only the case that caused it; every answer carries
+its stages' seconds, and a hang names the stage it hung in."""
+from __future__ import annotations
+
+import numpy as np
+from backends.directml import DirectMLBackend
+from harness.generate.cases import case_from_arrays
+from harness.judge.diff import judge
+from harness.model.backend import Crashed, Outputs
+from tests.helpers import SPECS, directml_or_skip
+
+SIGN = SPECS.operator("ELEMENT_WISE_SIGN")
+
+
+def _sign(values, dtype="INT8"):
+    return case_from_arrays(SIGN, "6.4", {"InputTensor": dtype, "OutputTensor": dtype},
+                            {"InputTensor": np.array(values)})
+
+
+def _backend(timeout: float = 60.0) -> DirectMLBackend:
+    return directml_or_skip(timeout=timeout)
+
+
+def _with_hook(backend: DirectMLBackend, hooks: dict[str, str]) -> None:
+    """Requests for the cases whose id is in `hooks` carry the runner's test hook `test_hang`
+    (compile: CompileOperator never returns; execute: the batch's submit never completes)."""
+    original = backend.request_for
+
+    def request_for(case):
+        header, buffers = original(case)
+        if case.case_id in hooks:
+            header["test_hang"] = hooks[case.case_id]
+        return header, buffers
+    backend.request_for = request_for  # type: ignore[method-assign]
+
+
+def test_a_batch_answers_as_the_cases_one_by_one_with_stage_timings():
+    cases = [_sign([-3, 0, i]) for i in range(5)] + [_sign([-1.5, 0.0, 2.0], "FLOAT32"), _sign([1, 2], "UINT8")]
+    invalid = case_from_arrays(SIGN, "6.4", {"InputTensor": "INT8", "OutputTensor": "UINT8"}, {"InputTensor": np.array([1])})
+    cases.append(invalid)  # different data types: CreateOperator rejects it, the others run
+    backend = _backend()
+    try:
+        batched = backend.run_batch(cases)
+        alone = [backend.run(case) for case in cases]
+    finally:
+        backend.close()
+    assert [type(r).__name__ for r, _ in batched] == ["Outputs"] * 7 + ["Rejected"]
+    assert [type(r).__name__ for r in alone] == ["Outputs"] * 7 + ["Rejected"]
+    for case, (result, _), single in zip(cases[:7], batched, alone):
+        assert judge(SIGN, case, result, True).status == "pass"
+        assert judge(SIGN, case, single, True).status == "pass"
+    # SIGN of [-3, 0, 4] is [-1, 0, 1]: the bytes of the batch's third output, checked by hand
+    assert np.frombuffer(batched[4][0].buffers["OutputTensor"][:3], np.int8).tolist() == [-1, 0, 1]
+    first = batched[0][1]
+    assert {"create", "compile", "initialize", "upload", "execute", "readback"} <= set(first.stages)
+    assert "compile" not in batched[1][1].stages  # the same descriptor: compiled once
+    assert all(t.seconds > 0 for _, t in batched)
+
+
+def test_a_hang_while_compiling_costs_only_its_case_and_names_the_stage():
+    cases = [_sign([-3, 0, 1]), _sign([1, 2, 3, 4]), _sign([5, 6])]
+    backend = _backend(timeout=5)
+    _with_hook(backend, {cases[1].case_id: "compile"})
+    try:
+        answers = backend.run_batch(cases)
+    finally:
+        backend.close()
+    hung, timing = answers[1]
+    assert isinstance(hung, Crashed) and "hang in compile 2/3" in hung.reason, hung
+    assert timing.stages.get("compile", 0) >= 4
+    assert [type(r).__name__ for r, _ in answers] == ["Outputs", "Crashed", "Outputs"]
+    assert judge(SIGN, cases[2], answers[2][0], True).status == "pass"
+
+
+def test_a_hang_while_executing_runs_the_batch_again_case_by_case():
+    """The culprit of a hang in the batch's one submit cannot be told: the cases run alone, the one
+    that hangs is `crashed` (hang in execute), and a case of the same descriptor is not sent again."""
+    same_a, other, same_b = _sign([-3, 0, 1]), _sign([1, 2, 3, 4]), _sign([7, -7, 0])
+    backend = _backend(timeout=5)
+    _with_hook(backend, {same_a.case_id: "execute", same_b.case_id: "execute"})
+    try:
+        answers = backend.run_batch([same_a, other, same_b])
+    finally:
+        backend.close()
+    first, skipped = answers[0][0], answers[2][0]
+    assert isinstance(first, Crashed) and "hang in execute 1/1" in first.reason, first
+    assert isinstance(answers[1][0], Outputs) and judge(SIGN, other, answers[1][0], True).status == "pass"
+    assert isinstance(skipped, Crashed) and skipped.reason.startswith("not run: its descriptor hung the device")
+    assert "hang in execute" in skipped.reason
+
+
+def test_a_case_asked_for_alone_is_sent_even_after_its_descriptor_hung():
+    case = _sign([-3, 0, 1])
+    backend = _backend(timeout=5)
+    try:
+        backend._hung[backend.request_for(case)[0]["key"]] = "not run: (test)"
+        result = backend.run(case)
+    finally:
+        backend.close()
+    assert isinstance(result, Outputs)
+
+
+def test_an_empty_batch_sends_nothing():
+    backend = DirectMLBackend(SPECS)
+    assert backend.run_batch([]) == []
+    assert backend._process is None

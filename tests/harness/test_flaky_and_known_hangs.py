@@ -1,0 +1,146 @@
+"""Flakes named, never hidden, and known hangs not sent (issue 31).
+
+An unexpected failure is run once more, alone: a rerun that comes out otherwise makes the case
+`flaky`, a failure of its own unless an expectation names it; a failure that repeats stays what it
+is. A valid case of an expectation marked `hangs` is not sent to the device (recorded as that known
+divergence, tagged not-run); its probe, and every invalid case, is."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backends.numpy_reference import NumpyReferenceBackend
+from harness.generate.cases import case_from_arrays
+from harness.judge.expectations import ExpectationError, load_expectations
+from harness.judge.status import Status, is_failure
+from harness.model.backend import Crashed, Outputs
+from harness.run.case import run_case, run_cases
+from harness.run.results import ResultWriter, read_records
+from tests.helpers import SPECS
+
+SIGN = SPECS.operator("ELEMENT_WISE_SIGN")
+
+
+class _Scripted(NumpyReferenceBackend):
+    """The reference's answers, as a device (not the reference), except for the scripted first
+    answers of a case: `crash` (a driver crash) or `wrong` (all-zero outputs)."""
+
+    name = "scripted"
+
+    def __init__(self, script: dict[int, list[str]]) -> None:
+        super().__init__(SPECS)
+        self.script = script  # call number per case -> what goes wrong on those calls
+        self.calls: Counter[str] = Counter()
+        self.sent: list[str] = []
+
+    def capabilities(self):
+        return dataclasses.replace(super().capabilities(), is_reference=False)
+
+    def run(self, case):
+        self.calls[case.case_id] += 1
+        self.sent.append(case.case_id)
+        trouble = self.script.get(self.calls[case.case_id], [])
+        if "crash" in trouble:
+            return Crashed("driver lost (simulated)")
+        result = super().run(case)
+        if "wrong" in trouble and isinstance(result, Outputs):
+            return Outputs({name: bytes(len(data)) for name, data in result.buffers.items()})
+        return result
+
+
+def _case(values, dtype="INT8"):
+    return case_from_arrays(SIGN, "6.4", {"InputTensor": dtype, "OutputTensor": dtype}, {"InputTensor": np.array(values)})
+
+
+def _expectations(tmp_path: Path, text: str):
+    (tmp_path / "scripted.yaml").write_text("backend: scripted\nexpectations:\n" + text)
+    return load_expectations("scripted", tmp_path, SPECS)
+
+
+def test_a_crash_that_does_not_repeat_is_flaky_never_a_pass(tmp_path):
+    backend = _Scripted({1: ["crash"]})
+    writer = ResultWriter(tmp_path, "main")
+    outcome = run_case(backend, SIGN, _case([-3, 0, 2]), "valid", writer=writer)
+    writer.close()
+    assert outcome.status == Status.FLAKY and is_failure(outcome.status)
+    assert "flaky" in outcome.record.tags
+    assert outcome.record.summary.startswith("flaky: first crashed (driver lost (simulated))")
+    assert "run again: pass" in outcome.record.summary
+    [record] = list(read_records(tmp_path))
+    assert record.status == "flaky"
+
+
+def test_a_mismatch_that_does_not_repeat_is_flaky():
+    backend = _Scripted({1: ["wrong"]})
+    outcome = run_case(backend, SIGN, _case([-3, 5, 2]), "valid")
+    assert outcome.status == Status.FLAKY
+    assert outcome.record.summary.startswith("flaky: first mismatch")
+    assert outcome.record.mismatches > 0  # the failing run's diff is what the record keeps
+
+
+def test_a_failure_that_repeats_stays_that_failure():
+    backend = _Scripted({1: ["crash"], 2: ["crash"]})
+    case = _case([1, 2])
+    outcome = run_case(backend, SIGN, case, "valid")
+    assert outcome.status == Status.CRASHED and "flaky" not in outcome.record.tags
+    assert backend.calls[case.case_id] == 2
+
+
+def test_a_pass_is_not_run_again():
+    backend = _Scripted({})
+    case = _case([1, 2])
+    assert run_case(backend, SIGN, case, "valid").status == Status.PASS
+    assert backend.calls[case.case_id] == 1
+
+
+def test_an_expectation_naming_flaky_explains_it(tmp_path):
+    known = _expectations(tmp_path, "  - id: scripted-sign-flakes\n    operator: ELEMENT_WISE_SIGN\n    status: flaky\n"
+                                    "    why: a scripted flake\n")
+    outcome = run_case(_Scripted({1: ["crash"]}), SIGN, _case([1, -1]), "valid", expectations=known)
+    assert outcome.status == Status.EXPECTED_DIVERGENCE and outcome.record.expectation == "scripted-sign-flakes"
+
+
+HANGS = """  - id: scripted-sign-int16-hangs
+    operator: ELEMENT_WISE_SIGN
+    status: crashed
+    devices: [scripted]
+    hangs: true
+    data_types: [INT16]
+    reason_contains: "hang in execute"
+    why: a scripted hang
+    probe:
+      types: {InputTensor: INT16, OutputTensor: INT16}
+      inputs: {InputTensor: [1, -1]}
+"""
+
+
+def test_valid_cases_of_a_known_hang_are_not_sent(tmp_path):
+    known = _expectations(tmp_path, HANGS)
+    backend = _Scripted({})
+    hang, other = _case([1, -2], "INT16"), _case([1, -2], "INT8")
+    invalid = dataclasses.replace(case_from_arrays(SIGN, "6.4", {"InputTensor": "INT16", "OutputTensor": "INT8"},
+                                                   {"InputTensor": np.array([1])}),
+                                  expect_valid=False, broken_rule="constraint.same_data_type")
+    outcomes = run_cases(backend, SIGN, [hang, other, invalid], "valid", expectations=known)
+    assert outcomes[0].status == Status.EXPECTED_DIVERGENCE and outcomes[0].record.expectation == "scripted-sign-int16-hangs"
+    assert "not-run" in outcomes[0].record.tags and outcomes[0].record.summary.startswith("not run:")
+    assert outcomes[1].status == Status.PASS
+    assert backend.sent == [other.case_id, invalid.case_id]  # the invalid one is sent: a rejection needs no execution
+    probe = run_case(backend, SIGN, hang, "probe", expectations=known, run_known_hangs=True)
+    assert backend.sent[-1] == hang.case_id and probe.status == Status.PASS
+
+
+@pytest.mark.parametrize("entry, message", [
+    (HANGS.replace("    probe:\n      types: {InputTensor: INT16, OutputTensor: INT16}\n      inputs: {InputTensor: [1, -1]}\n", ""),
+     "probe"),
+    (HANGS.replace("    devices: [scripted]\n", ""), "devices"),
+    (HANGS.replace("status: crashed", "status: rejected-valid"), "crashed"),
+])
+def test_a_known_hang_needs_a_probe_devices_and_status_crashed(tmp_path, entry, message):
+    with pytest.raises(ExpectationError) as error:
+        _expectations(tmp_path, entry)
+    assert message in str(error.value.render())
