@@ -227,6 +227,9 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
     reports = Path(args.reports_dir)
     if reports.exists() and not reports.is_dir():
         return f"--reports-dir {reports}: exists and is not a directory"
+    problem = _shard_problem(args)
+    if problem:
+        return problem
     if str(args.workers) != "auto" and not (str(args.workers).isdigit()):
         return f"--workers {args.workers}: 'auto' or a whole number >= 0"
     if args.directml_timeout is not None:
@@ -252,6 +255,24 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
         if problem:
             return problem
     return _expectations_problem(args, specs)
+
+
+def _shard_problem(args: argparse.Namespace) -> str | None:
+    """A malformed --shard (0/4, 5/4, x/y, auto without CI variables) or an unreadable or malformed
+    --shard-durations file, before anything starts (harness.run.shard)."""
+    import os
+    from harness.run.shard import ShardError, parse_shard, read_durations
+    if args.shard is not None:
+        try:
+            parse_shard(args.shard, os.environ)
+        except ShardError as exc:
+            return str(exc)
+    if args.shard_durations is not None:
+        try:
+            read_durations(Path(args.shard_durations))
+        except RunFileError as exc:
+            return f"--shard-durations {exc.render()}"
+    return None
 
 
 def _expectations_problem(args: argparse.Namespace, specs: SpecSet) -> str | None:
@@ -302,14 +323,21 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         pytest_args.append(f"--max-examples={args.max_examples}")
     if args.exhaustive:
         pytest_args.append("--exhaustive")
+    pytest_args.append(f"--report-detail={args.report_detail}")
     if args.directml_timeout is not None:
         pytest_args.append(f"--directml-timeout={args.directml_timeout}")
+    if args.shard is not None:  # resolved here (auto: from the CI variables), so every worker gets the same
+        import os
+        from harness.run.shard import parse_shard
+        pytest_args.append(f"--shard={parse_shard(args.shard, os.environ)}")
+    if args.shard_durations is not None:
+        pytest_args.append(f"--shard-durations={args.shard_durations}")
     code = int(pytest.main(pytest_args + extra))
     if code == int(pytest.ExitCode.INTERRUPTED):
         print("dmlconform run: interrupted; the run is incomplete and the gate will fail", file=sys.stderr)
     elif code == int(pytest.ExitCode.USAGE_ERROR):
         return EXIT_USAGE
-    print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/)")
+    print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/, results.csv, failures.csv)")
     return code
 
 
@@ -347,21 +375,46 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """The matrix, results.csv and failures.csv, and the HTML report (Allure 3, one self-contained
+    file) under the reports dir. Then what CI uploads is made small (docs/reports.md): a finished
+    run's records gzip-compressed, and the Allure result files packed into allure-results.zip once
+    the report is built from them (a later `report` reads the archive)."""
     import time
-    from harness.report.html import generate_report, report_summary
+    from harness.report.csv_results import write_csv_results
+    from harness.report.html import allure_results, generate_report, pack_allure_results, report_summary, run_detail
     from harness.report.matrix import build_matrix, liberty_totals, write_matrix
     reports = _reports_dir(args)
     start = time.perf_counter()
     records = _records(reports)
     write_matrix(build_matrix(records, _load(args)), reports, liberty_totals(records))
+    write_csv_results(reports, records)
+    _compress_finished_records(reports / "results")
     try:
-        index = generate_report(reports / "allure-results", reports / "allure-report", reports / "history.jsonl")
+        with allure_results(reports) as results:
+            if results is None:
+                raise RuntimeError(f"no Allure results in {reports} (allure-results/ or allure-results.zip): run `dmlconform run` first")
+            detail = args.report_detail or run_detail(results) or "failures"
+            index = generate_report(results, reports / "allure-report", reports / "history.jsonl", detail=detail)
+        pack_allure_results(reports)
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return EXIT_FAIL
     stats = report_summary(reports / "allure-report").get("stats", {})
-    print(f"report: {index} ({stats.get('total', '?')} tests) and {reports / 'matrix.html'} in {time.perf_counter() - start:.1f} s")
+    print(f"report: {index} ({stats.get('total', '?')} tests, --report-detail {detail}), {reports / 'matrix.html'}, "
+          f"{reports / 'results.csv'} in {time.perf_counter() - start:.1f} s")
     return EXIT_OK
+
+
+def _compress_finished_records(results: Path) -> None:
+    """gzip the records of a run that has ended (its completion marker is there): never those of a
+    run still writing them, nor an interrupted run's (the gate names its torn files)."""
+    from harness.run.manifest import COMPLETE_FILE
+    from harness.run.results import compress_records
+    if (results / COMPLETE_FILE).is_file():
+        try:
+            compress_records(results)
+        except OSError as exc:
+            print(f"report: the records stay uncompressed: {exc.strerror or exc}", file=sys.stderr)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -369,6 +422,34 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from harness.run.manifest import load_manifest
     reports = _reports_dir(args)
     result = evaluate_gate(_records(reports), load_manifest(reports / "results"), _expectations_dir(args))
+    print("\n".join(result.summary))
+    return EXIT_OK if result.passed else EXIT_FAIL
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join the reports directories of a run's shards (harness.run.merge): a shard missing,
+    interrupted, duplicated or of another run is one line each and exit 2, with nothing written;
+    else the merged reports directory, its matrix, and the gate's verdict as the exit code."""
+    from harness.report.gate import evaluate_gate
+    from harness.report.matrix import build_matrix, liberty_totals, write_matrix
+    from harness.run.manifest import load_manifest
+    from harness.run.merge import MergeError, merge_shards
+    expectations = _expectations_dir(args)  # checked before anything is written
+    specs = _load(args)
+    out = Path(args.output)
+    try:
+        shards, run_id = merge_shards([Path(d) for d in args.directories], out)
+    except MergeError as exc:
+        for line in exc.lines:
+            print(f"dmlconform merge: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    for shard in shards:
+        print(f"shard {shard.index}/{shard.total}: {shard.directory} (host {shard.manifest.host or 'unknown'}, "
+              f"run id {shard.run_id}, {len(shard.manifest.cells)} cells)")
+    records = _records(out)
+    paths = write_matrix(build_matrix(records, specs), out, liberty_totals(records))
+    print(f"merged: {out} (run id {run_id}); matrix: {paths['html']}, {paths['md']}, {paths['json']}")
+    result = evaluate_gate(records, load_manifest(out / "results"), expectations)
     print("\n".join(result.summary))
     return EXIT_OK if result.passed else EXIT_FAIL
 
@@ -493,6 +574,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--directml-timeout", type=float, default=None,
                      help="seconds one DirectML case may take before its runner is stopped and restarted (default 60)")
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
+    run.add_argument("--report-detail", choices=["failures", "full"], default="failures",
+                     help="Allure attachments and report: failures (default: failures and divergences only) or full "
+                          "(passing cases' attachments too, and every test in `dmlconform report`)")
+    run.add_argument("--shard", default=None,
+                     help="run shard I of N (I/N, 1-based) of the planned cells, or auto (GitLab CI_NODE_INDEX/CI_NODE_TOTAL, "
+                          "Kubernetes JOB_COMPLETION_INDEX with DMLCONFORM_SHARD_TOTAL); join the shards with `merge` "
+                          "(docs/sharding.md)")
+    run.add_argument("--shard-durations", default=None,
+                     help="balance --shard with a durations file (a run writes REPORTS/results/durations.json; pass the "
+                          "last run's; default: none)")
     run.set_defaults(func=cmd_run)
 
     add_backend_commands(sub)  # directml (pack, unpack): declared by the DirectML backend
@@ -504,6 +595,16 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--reports-dir", default=reports_default)
         p.set_defaults(func=func)
+    sub.choices["report"].add_argument(
+        "--report-detail", choices=["failures", "full"], default=None,
+        help="the tests the HTML report holds: failures (failures and divergences) or full (every test); "
+             "default: what the run was asked for (`run --report-detail`), else failures")
+    merge = sub.add_parser("merge", help="join the reports directories of a run's shards (run --shard I/N) into one, "
+                                          "check every planned cell ran once, write the matrix and gate it")
+    merge.add_argument("directories", nargs="+", metavar="DIR", help="a shard's reports directory (its results/, "
+                                                                     "allure-results/, cases/)")
+    merge.add_argument("--output", required=True, help="the merged reports directory (absent or empty)")
+    merge.set_defaults(func=cmd_merge)
     compare = sub.add_parser("compare", help="compare two runs' matrix.json: new failures, fixed and vanished cells")
     compare.add_argument("base")
     compare.add_argument("new")

@@ -11,6 +11,12 @@ and nothing else. So a run also writes, under its results directory:
 - `cells-<worker>.jsonl`: one line per finished cell, with the number of cases it ran;
 - `complete.json`: written last by the controlling process, only when the session ended normally.
 
+A shard of a run split across machines (`--shard I/N`, harness.run.shard) plans only its own
+cells, and its plan says which shard it is, on which host, with which backend versions, and what
+the full plan was (its test ids and digests), so that `dmlconform merge` (harness.run.merge) can
+check that the shards together ran the full plan exactly once; a merged run's plan lists the
+shards it was made of.
+
 Each of them, and every record, carries the run's id (a uuid4 made once by the controlling process
 and handed to the xdist workers), so that files of two runs cannot be mixed unnoticed.
 
@@ -64,21 +70,33 @@ class Manifest:
     run_id: str | None
     cells: dict[str, PlannedCell] = field(default_factory=dict)
     finished: dict[str, FinishedCell] = field(default_factory=dict)
-    backends: dict[str, dict] = field(default_factory=dict)   # name -> {"available", "reason", "requested"}
+    backends: dict[str, dict] = field(default_factory=dict)   # name -> {"available", "reason", "requested"[, "version"]}
     complete: dict | None = None
     problems: list[str] = field(default_factory=list)          # foreign, duplicated or torn files and lines
+    host: str | None = None                                    # where the run ran (None: an older plan)
+    shard: dict | None = None                                  # a shard's index, total and full plan (check_shard)
+    merged: list[dict] = field(default_factory=list)           # the shards a merged run was made of
 
     @property
     def has_plan(self) -> bool:
         return self.run_id is not None
 
 
-def write_plan(directory: Path, worker: str, run_id: str, cells: list[PlannedCell], backends: dict[str, dict]) -> Path:
+def write_plan(directory: Path, worker: str, run_id: str, cells: list[PlannedCell], backends: dict[str, dict], *,
+               host: str | None = None, shard: dict | None = None, merged: list[dict] | None = None) -> Path:
     """The plan of one process (every xdist worker collects the same cells; the gate checks that).
-    The process's record and cell writers in `directory` stamp this run id from now on."""
+    The process's record and cell writers in `directory` stamp this run id from now on. A shard's
+    plan carries `shard` (record_schema.check_shard), a merged run's `merged`."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"plan-{worker}.json"
-    body = {"version": MANIFEST_VERSION, "run_id": run_id, "backends": backends, "cells": [asdict(c) for c in cells]}
+    body: dict[str, object] = {"version": MANIFEST_VERSION, "run_id": run_id, "backends": backends,
+                               "cells": [asdict(c) for c in cells]}
+    if host is not None:
+        body["host"] = host
+    if shard is not None:
+        body["shard"] = shard
+    if merged:
+        body["merged"] = merged
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(body, sort_keys=True))
     tmp.replace(path)
@@ -164,6 +182,7 @@ def load_manifest(directory: Path) -> Manifest:
                             f"this run is {manifest.run_id})")
         elif not manifest.cells and not manifest.backends:
             manifest.cells, manifest.backends = cells, plan["backends"]
+            manifest.host, manifest.shard, manifest.merged = plan["host"], plan["shard"], plan["merged"]
         elif set(cells) != set(manifest.cells):
             problems.append(f"inconsistent plans: {path}:1 plans {len(cells)} cells, another process of the run "
                             f"{len(manifest.cells)} ({len(set(cells) ^ set(manifest.cells))} differ)")
@@ -230,6 +249,12 @@ def _record_identity(manifest: Manifest, records: list[CaseRecord]) -> tuple[lis
     lines += _first_and_count(foreign, "foreign results: {where} is a record of another run", "such records")
     lines += _first_and_count(unplanned, "foreign results: {where} is a record of a cell the run did not plan", "such records")
     return lines, own
+
+
+def record_problems(manifest: Manifest, records: list[CaseRecord]) -> list[str]:
+    """The lines for records that are not the run's own (another run's, none, a cell it did not
+    plan): what `dmlconform merge` refuses before it stamps the merged run's id on the records."""
+    return _record_identity(manifest, records)[0]
 
 
 def check_completeness(manifest: Manifest, records: Iterable[CaseRecord]) -> Completeness:

@@ -5,8 +5,9 @@ The suite's tests are in harness/run/conformance.py; `dmlconform run` runs that 
 tests/conformance/ in a checkout imports it, so both collect the same cells.
 
 Options: --backend (repeatable), --feature-level (repeatable), --operator, --dtype, --max-examples,
---exhaustive, --fp32-chunks, --reports-dir, --specs-dir. Hypothesis profiles: --hypothesis-profile
-ci|dev|thorough.
+--exhaustive, --fp32-chunks, --reports-dir, --specs-dir, --shard I/N|auto and --shard-durations FILE
+(one part of a run split across machines: harness.run.shard). Hypothesis profiles:
+--hypothesis-profile ci|dev|thorough.
 
 A session that runs the conformance suite is a run: after its options are checked (never before:
 a typo must not wipe the last report) it empties the results, case files and Allure results of
@@ -22,10 +23,13 @@ if TYPE_CHECKING:
     from harness.model.backend import Backend
     from harness.spec.model import OperatorSpec, SpecSet
 
+import os
 import signal
+import socket
 import sys
 import threading
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -39,6 +43,9 @@ from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, opti
 from harness.run.previous import drop, give_back, set_aside
 from harness.run.results import RecordingError
 from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
+from harness.run.record_schema import RunFileError
+from harness.run.shard import (DURATIONS_FILE, Shard, ShardError, durations_digest, parse_shard, partition, plan_digest,
+                               read_durations, source_digest, write_durations)
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.run.case import device_level
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
@@ -49,6 +56,7 @@ from harness.generate.types import coverage_plan, primary_type
 
 CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
 _DEFAULT_SPECS: SpecSet | None = None  # loaded once, on first use
+REPORT_DETAILS = ("failures", "full")  # --report-detail: what the Allure results and report hold (docs/reports.md)
 
 
 class DmlConfig(Protocol):
@@ -68,6 +76,9 @@ class DmlConfig(Protocol):
     dml_cells: CellWriter
     dml_worker: str
     dml_cases_dir: Path
+    dml_shard: Shard | None
+    dml_shard_durations: dict[str, float]
+    dml_full_cells: list[PlannedCell]
 
     def getoption(self, name: str, default: Any = ..., skip: bool = ...) -> Any: ...
 
@@ -115,6 +126,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "cases fits a time-limited machine with a shorter one")
     group.addoption("--directml-stack", default=None,
                     help="an unpacked portable DirectML stack (`dmlconform directml unpack`; default: DMLCONFORM_DIRECTML_STACK or .cache/directml)")
+    group.addoption("--report-detail", choices=REPORT_DETAILS, default="failures",
+                    help="Allure attachments and report: `failures` (default) for failures and divergences only, "
+                         "`full` adds passing cases' attachments (the liberties they took) and the passing tests "
+                         "to the HTML report (docs/reports.md)")
+    group.addoption("--shard", default=None,
+                    help="run only shard I of N (I/N, 1-based) of the collected cells, or `auto`: the index from CI variables "
+                         "(GitLab CI_NODE_INDEX/CI_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with DMLCONFORM_SHARD_TOTAL); "
+                         "`dmlconform merge` joins the shards' reports (docs/sharding.md)")
+    group.addoption("--shard-durations", default=None,
+                    help="a durations file ({test id: seconds}; a run writes its own to REPORTS/results/durations.json) "
+                         "that balances --shard (default: none, every cell weighs the same)")
 
 
 def _load_run_specs(config: pytest.Config) -> SpecSet:
@@ -191,6 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", default=None) and (run.dml_is_run or _is_checkout(config)):
         settings.load_profile("ci")
     _check_choices(run)
+    _configure_shard(run)
     if hasattr(config, "workerinput"):
         run.dml_run_id = config.workerinput.get("dml_run_id", "unknown")
     else:
@@ -239,6 +262,29 @@ def pytest_configure(config: pytest.Config) -> None:
     run.dml_cases_dir = reports / "cases"
 
 
+def _configure_shard(config: DmlConfig) -> None:
+    """--shard and --shard-durations, checked at start-up (a bad value is a usage error, before the
+    last run's files are set aside). The controller reads the durations file now, since it may be
+    the last run's own `results/durations.json`, which set_aside is about to move, and hands it to
+    the xdist workers (pytest_configure_node), so that every worker splits with the same weights."""
+    config.dml_full_cells = []
+    config.dml_shard_durations = {}
+    value = config.getoption("shard")
+    path = config.getoption("shard_durations")
+    try:
+        config.dml_shard = parse_shard(value, os.environ) if value else None
+    except ShardError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.dml_shard_durations = dict(workerinput.get("dml_shard_durations") or {})
+    elif path:
+        try:
+            config.dml_shard_durations = read_durations(Path(path))
+        except RunFileError as exc:
+            raise pytest.UsageError(f"--shard-durations {exc.render()}") from None
+
+
 def _is_checkout(config: pytest.Config) -> bool:
     """A session of this project's own tests (a checkout: its tests use the ci profile too)."""
     return (Path(config.rootpath) / "harness" / "run" / "plugin.py").resolve() == Path(__file__).resolve()
@@ -268,16 +314,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+_DURATIONS: dict[str, float] = {}  # test id -> seconds, measured in this session (durations.json)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """A run has started for real once a test reports: the last run's files are then dropped at its end."""
+    """A run has started for real once a test reports: the last run's files are then dropped at its end.
+    Each test's call time (its setup time when it was skipped there) is noted for durations.json:
+    the controller sees every worker's reports, so it holds the whole run's."""
     global _STARTED
     _STARTED = True
+    if report.when == "call" or (report.when == "setup" and report.skipped):
+        _DURATIONS[report.nodeid] = max(0.0, float(report.duration))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker writes under the controller's run id."""
     node.workerinput["dml_run_id"] = node.config.dml_run_id
+    node.workerinput["dml_shard_durations"] = getattr(node.config, "dml_shard_durations", {})
 
 
 def _planned_cell(item: pytest.Item, max_examples: int) -> PlannedCell | None:
@@ -309,28 +363,120 @@ def _planned_cell(item: pytest.Item, max_examples: int) -> PlannedCell | None:
     return None
 
 
+def _drawing_group(test_id: str, cell: PlannedCell | None) -> str:
+    """The tests a shard keeps together: a cell's backends, which share one drawing of its cases
+    (harness.run.drawn; `_cells_together` makes them neighbours for the same reason)."""
+    if cell is None:
+        return test_id
+    return f"{cell.kind}|{cell.operator}|{cell.level}|{cell.subject}"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--shard I/N: this shard's items kept, the other shards' deselected (harness.run.shard.partition:
+    the same answer on every xdist worker and every machine). Last of the collection hooks, so
+    that the full plan is what -k, -m and the other plugins left; the full plan's cells are kept
+    for the shard's plan (pytest_collection_finish)."""
+    run = cast(DmlConfig, config)
+    shard = getattr(run, "dml_shard", None)
+    if shard is None:
+        return
+    max_examples = config.getoption("max_examples") or settings().max_examples
+    planned = {item.nodeid: _planned_cell(item, max_examples) for item in items}
+    run.dml_full_cells = [c for c in planned.values() if c is not None]
+    assignment = partition(list(planned), run.dml_shard_durations, shard.total,
+                           group_of=lambda test_id: _drawing_group(test_id, planned[test_id]))
+    keep = [item for item in items if assignment[item.nodeid] == shard.index]
+    others = [item for item in items if assignment[item.nodeid] != shard.index]
+    if items and not keep and not hasattr(config, "workerinput"):
+        # an empty shard would end as a run that never started, which no merge accepts (on xdist
+        # workers, whose errors the controller cannot show, it ends as `no tests ran`)
+        units = len({_drawing_group(t, c) for t, c in planned.items()})
+        raise pytest.UsageError(f"--shard {shard}: no test falls to this shard ({units} unit(s) of work for "
+                                f"{shard.total} shards): use at most {units} shards")
+    if others:
+        config.hook.pytest_deselected(items=others)
+    items[:] = keep
+
+
+def _run_options(config: DmlConfig, max_examples: int) -> dict[str, str]:
+    """The options that make two shards' runs the same run (what a machine's own paths and
+    devices are, --directml-adapter, --directml-stack, --directml-vulkan, is left out)."""
+    def listed(name: str) -> str:
+        return ",".join(config.getoption(name) or [])
+    return {"backend": ",".join(config.dml_names), "feature_level": listed("feature_level") or "own",
+            "operator": listed("operator"), "dtype": listed("dtype"), "max_examples": str(max_examples),
+            "data_per_descriptor": str(config.getoption("data_per_descriptor")),
+            "exhaustive": str(bool(config.getoption("exhaustive"))), "fp32_chunks": config.getoption("fp32_chunks") or "",
+            "hypothesis_profile": str(config.getoption("hypothesis_profile", default=None) or ""),
+            "hypothesis_seed": str(config.getoption("hypothesis_seed", default=None) or ""),
+            "directml_dll": str(config.getoption("directml_dll") or ""),
+            "directml_exec_flags": str(config.getoption("directml_exec_flags") or ""),
+            "directml_timeout": str(config.getoption("directml_timeout"))}
+
+
+def _shard_block(config: DmlConfig, max_examples: int) -> dict[str, Any] | None:
+    """What a shard's plan says of the whole run (harness.run.record_schema.check_shard): the full
+    plan's test ids and digest, the digest of the code, specs and expectation files, the options
+    and the durations file, so that `dmlconform merge` can tell shards of one run from strangers."""
+    shard = config.dml_shard
+    if shard is None:
+        return None
+    override = config.getoption("expectations_dir")
+    roots = [Path(__file__).resolve().parents[1], Path(config.dml_specs.directory), *([Path(override)] if override else [])]
+    for backend in config.dml_backends.values():  # each backend's package (its code and expectation files)
+        package = sys.modules.get(type(backend).__module__.split(".")[0])
+        roots += [Path(p) for p in getattr(package, "__path__", [])]
+    full = config.dml_full_cells
+    return {"index": shard.index, "total": shard.total, "cells": [c.test_id for c in full],
+            "digest": plan_digest([asdict(c) for c in full]), "source": source_digest(roots),
+            "options": _run_options(config, max_examples), "durations": durations_digest(config.dml_shard_durations)}
+
+
+def _backend_entry(config: DmlConfig, name: str) -> dict[str, Any]:
+    """A backend's line of the plan; an available one's version names device, driver and DLL."""
+    entry: dict[str, Any] = {"available": name in config.dml_backends, "requested": name in config.dml_requested,
+                             "reason": config.dml_unavailable.get(name, "")}
+    backend = config.dml_backends.get(name)
+    if backend is not None:
+        try:
+            entry["version"] = backend.version()
+        except Exception as exc:  # noqa: BLE001 - the plan says why rather than the run stopping
+            entry["version"] = f"unknown: {type(exc).__name__}: {exc}"
+    return entry
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The run's plan: every conformance cell collected, with its case budget or skip reason."""
+    """The run's plan: every conformance cell collected (a shard's own), with its case budget or
+    skip reason; the host, each backend's version and, for a shard, the full plan."""
     config = cast(DmlConfig, session.config)
     if not getattr(config, "dml_is_run", False):
         return
     max_examples = config.getoption("max_examples") or settings().max_examples
     cells = [c for c in (_planned_cell(i, max_examples) for i in session.items) if c is not None]
-    backends = {name: {"available": name in config.dml_backends, "requested": name in config.dml_requested,
-                       "reason": config.dml_unavailable.get(name, "")} for name in config.dml_names}
-    write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends)
+    backends = {name: _backend_entry(config, name) for name in config.dml_names}
+    write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends,
+               host=socket.gethostname(), shard=_shard_block(config, max_examples))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The completion marker (a normal end only), then environment.properties and categories.json
-    for the Allure report (controller or single process)."""
+    """results.csv and failures.csv, the records gzip-compressed (a normal end only: _finish_records)
+    and the completion marker (a normal end only, last), then environment.properties and
+    categories.json for the Allure report (controller or single process)."""
     config = cast(DmlConfig, session.config)
     if not getattr(config, "dml_is_run", False):
         return
     if not hasattr(config, "workerinput"):
+        global _LIBERTIES, _SLOWEST
+        _LIBERTIES, _SLOWEST = None, []  # this session's, never an earlier one's in the same process
         if not _STARTED:  # nothing ran: pytest_unconfigure gives the last run back
             return
-        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and _RECORDING_FAILED is None:
+        _write_durations(Path(config.getoption("reports_dir")) / "results")
+        normal_end = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and _RECORDING_FAILED is None
+        _finish_records(Path(config.getoption("reports_dir")), compress=normal_end)
+        # the last run's Allure results, packed by its `dmlconform report`: this run's replace them
+        (Path(config.getoption("reports_dir")) / "allure-results.zip").unlink(missing_ok=True)
+        if normal_end:
             try:
                 write_complete(Path(config.getoption("reports_dir")) / "results", config.dml_run_id, int(exitstatus))
             except OSError as exc:  # the completion marker is the last write: without it the gate fails
@@ -360,8 +506,49 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             if vulkan is not None:
                 env[f"{name}.vulkan"] = vulkan.describe()
             env[f"{name}.exec_flags"] = hex(directml.exec_flags)
+    env["report.detail"] = config.getoption("report_detail", default="failures")  # what `dmlconform report` builds
     env.update(_liberty_environment(Path(config.getoption("reports_dir")) / "results"))
     write_run_files(Path(alluredir), env)
+
+
+_LIBERTIES: dict[str, Any] | None = None  # liberty totals of the run's records, read once at its end
+_SLOWEST: list[Any] = []  # the run's slowest cases (harness.report.csv_results.SlowCase), for the terminal summary
+
+
+def _finish_records(reports: Path, compress: bool) -> None:
+    """At the run's end, on the controller, once every worker's records are written: read them once,
+    write results.csv and failures.csv (harness.report.csv_results, deqp-runner's form) and note the
+    slowest cases; then, on a normal end, gzip the records (an interrupted run keeps its .jsonl
+    files as they are). Before the completion marker, which stays the run's last write; a problem
+    here is one line, never the run's verdict."""
+    global _LIBERTIES, _SLOWEST
+    from harness.report.csv_results import slowest, write_csv_results
+    from harness.report.matrix import liberty_totals
+    from harness.run.results import compress_records, read_records
+    results = reports / "results"
+    _LIBERTIES, _SLOWEST = None, []
+    try:
+        records = list(read_records(results))
+        write_csv_results(reports, records)
+        _SLOWEST = slowest(records)
+        _LIBERTIES = liberty_totals(records)
+        del records  # a large run's records are hundreds of MB in memory
+        if compress:
+            compress_records(results)
+    except (RunFileError, OSError) as exc:
+        why = exc.render() if isinstance(exc, RunFileError) else f"{exc.filename or results}: {exc.strerror or exc}"
+        print(f"dmlconform: cannot finish the run's results files: {why}", file=sys.stderr)
+
+
+def _write_durations(results: Path) -> None:
+    """results/durations.json: each test's measured seconds, what the next sharded run balances
+    with (`--shard-durations`); before the completion marker, which stays the last write."""
+    if not _DURATIONS:
+        return
+    try:
+        write_durations(results / DURATIONS_FILE, _DURATIONS)
+    except OSError as exc:  # the run's verdict does not depend on it
+        print(f"dmlconform: cannot write {results / DURATIONS_FILE}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def _settle_previous_run(config: pytest.Config) -> None:
@@ -387,7 +574,8 @@ def _liberty_environment(results_dir: Path) -> dict[str, str]:
     from harness.report.matrix import liberty_totals
     from harness.run.results import read_records
     env = {}
-    for backend, taken in liberty_totals(list(read_records(results_dir))).items():
+    totals = _LIBERTIES if _LIBERTIES is not None else liberty_totals(list(read_records(results_dir)))
+    for backend, taken in totals.items():
         env[f"liberties.{backend}"] = "; ".join(f"{lib}: {n['cases']} cases, {n['elements']} elements"
                                                 for lib, n in sorted(taken.items()))
     return env
@@ -416,6 +604,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
             tr.write_line(f"ran:     {name}: {backend.version()} (device FL {device_level(backend, specs)})")
         else:
             tr.write_line(f"skipped: {name}: {run.dml_unavailable.get(name, 'not loaded')}")
+    _summarize_slowest(tr)
+
+
+def _summarize_slowest(tr: pytest.TerminalReporter) -> None:
+    """The run's slowest cases (the controller read them at its end), where a slow device, stage
+    or operator shows first; the whole list is results.csv."""
+    from harness.report.csv_results import SLOWEST, slowest_lines
+    lines = slowest_lines(_SLOWEST)
+    if lines:
+        tr.section(f"dmlconform: the {min(SLOWEST, len(_SLOWEST))} slowest cases (all of them: results.csv)")
+        for line in lines:
+            tr.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -17,11 +17,13 @@ the files belong together (one run id, records of planned cells) is the gate's q
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import re
 import stat
+import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
@@ -164,19 +166,40 @@ def read_document(path: Path, limit: int) -> object:
         raise RunFileError(path, 1, str(exc)) from None
 
 
+GZIP_SUFFIX = ".gz"  # a finished run's results-<worker>.jsonl, compressed (harness.run.results.compress_records)
+_GZIP_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError; a cut stream an EOFError
+
+
+def _lines(handle: IO[bytes], compressed: bool) -> IO[bytes] | gzip.GzipFile:
+    """The line source of an opened file: the file itself, or its gzip stream (read lazily, so a
+    line is still bounded by MAX_LINE_BYTES however much the file would decompress to)."""
+    return gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
+
+
+def _next_line(source: IO[bytes] | gzip.GzipFile, path: Path, number: int) -> bytes:
+    """One raw line (at most MAX_LINE_BYTES + 1 bytes); a gzip stream that cannot be decompressed
+    (corrupted, cut short) is a RunFileError at the line it stopped at."""
+    try:
+        return source.readline(MAX_LINE_BYTES + 1)
+    except _GZIP_ERRORS as exc:
+        raise RunFileError(path, number, f"cannot decompress (a damaged gzip file): {exc}") from None
+
+
 def read_lines(path: Path, check: Callable[[object], Any]) -> Iterator[tuple[int, Any]]:
-    """(line number, check(parsed line)) for each line of a JSON-lines file. A line over
-    MAX_LINE_BYTES, an empty line, invalid JSON or a value `check` refuses is a RunFileError
-    `path:line: message`. The one exception is a last line with no newline that is not JSON: a
-    write cut short by an interrupted run, skipped (the manifest notes it, and the gate fails)."""
+    """(line number, check(parsed line)) for each line of a JSON-lines file, plain or gzip-compressed
+    (a name ending in `.gz`: the same lines, the same checks, line numbers of the decompressed
+    text). A line over MAX_LINE_BYTES, an empty line, invalid JSON, a value `check` refuses or a
+    damaged gzip stream is a RunFileError `path:line: message`. The one exception is a last line
+    with no newline that is not JSON: a write cut short by an interrupted run, skipped (the
+    manifest notes it, and the gate fails)."""
     try:
         handle = _open(path)
     except OSError as exc:
         raise RunFileError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    with handle:
+    with handle, _lines(handle, path.name.endswith(GZIP_SUFFIX)) as source:
         number = 0
         while True:
-            raw = handle.readline(MAX_LINE_BYTES + 1)
+            raw = _next_line(source, path, number + 1)
             if not raw:
                 return
             number += 1
@@ -267,7 +290,7 @@ MAX_SECONDS = 1e7  # about 116 days: more is not a duration this harness measure
 
 def _seconds(key: str, value: object) -> float:
     """A duration in seconds: a finite, non-negative JSON number."""
-    if type(value) in (int, float) and 0 <= value <= MAX_SECONDS:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SECONDS:
         return float(value)
     raise _Bad(f"{key}: expected a duration in seconds (0 to {MAX_SECONDS:g}), found {value!r:.40}")
 
@@ -356,27 +379,81 @@ def check_record(value: object) -> dict[str, Any]:
 # --- the manifest: plans, finished cells, completion marker ----------------------------------------
 
 PLAN_KEYS = {"version", "run_id", "backends", "cells"}
+PLAN_OPTIONAL = {"host", "shard", "merged"}  # sharded runs (harness.run.shard) and merged ones (harness.run.merge)
 PLANNED_CELL_REQUIRED = {"test_id", "backend", "operator", "level", "subject", "kind", "planned_cases", "exact"}
 BACKEND_KEYS = {"available", "requested", "reason"}
+BACKEND_OPTIONAL = {"version"}  # backend.version(): device, driver and DLL for DirectML
+SHARD_KEYS = {"index", "total", "cells", "digest", "source", "options", "durations"}
+MERGED_SHARD_KEYS = {"index", "total", "run_id", "host", "directory", "backends"}
 MANIFEST_VERSIONS = (1,)
 
 
+def _shard_numbers(key: str, raw: dict) -> tuple[int, int]:
+    """A shard's index (1-based) and total, within each other."""
+    index, total = _count(f"{key}.index", raw["index"]), _count(f"{key}.total", raw["total"])
+    if not 1 <= index <= total:
+        raise _Bad(f"{key}.index: shard {index} of {total} (shards are 1 to the total)")
+    return index, total
+
+
+def _strings(key: str, value: object) -> list[str]:
+    if not isinstance(value, list):
+        raise _Bad(f"{key}: expected an array of strings, found {kind_of(value)}")
+    return [_text(f"{key}[{i}]", v, empty=False) for i, v in enumerate(value)]
+
+
+def _text_map(key: str, value: object) -> dict[str, str]:
+    return {_text(f"{key} key", k): _text(f"{key}.{k[:80]}", v) for k, v in _object(key, value).items()}
+
+
+def check_shard(value: object) -> dict[str, Any] | None:
+    """A sharded run's `shard` block: which shard (index, total), the test ids of the full
+    (unsharded) plan, digests of the full plan's cells and of the code, specs and expectation
+    files it ran, its options, and the digest of the durations file that split it."""
+    if value is None:
+        return None
+    raw = _object("shard", value)
+    _keys("shard", raw, SHARD_KEYS, set())
+    index, total = _shard_numbers("shard", raw)
+    return {"index": index, "total": total, "cells": _strings("shard.cells", raw["cells"]),
+            "digest": _text("shard.digest", raw["digest"], empty=False), "source": _text("shard.source", raw["source"]),
+            "options": _text_map("shard.options", raw["options"]), "durations": _text("shard.durations", raw["durations"])}
+
+
+def check_merged(value: object) -> list[dict[str, Any]]:
+    """A merged run's `merged` list: the shards it was made of."""
+    if not isinstance(value, list):
+        raise _Bad(f"merged: expected an array of shards, found {kind_of(value)}")
+    out = []
+    for i, entry in enumerate(value):
+        key = f"merged[{i}]"
+        raw = _object(key, entry)
+        _keys(key, raw, MERGED_SHARD_KEYS, set())
+        index, total = _shard_numbers(key, raw)
+        out.append({"index": index, "total": total, "run_id": _text(f"{key}.run_id", raw["run_id"], empty=False),
+                    "host": _text(f"{key}.host", raw["host"]), "directory": _text(f"{key}.directory", raw["directory"]),
+                    "backends": _text_map(f"{key}.backends", raw["backends"])})
+    return out
+
+
 def check_plan(value: object) -> dict[str, Any]:
-    """A plan file: {version, run_id, backends, cells}; each cell's fields (PlannedCell's), no test
-    id twice. Returns {run_id, backends, cells: [PlannedCell keyword arguments]}."""
+    """A plan file: {version, run_id, backends, cells} and, optionally, host, shard and merged; each
+    cell's fields (PlannedCell's), no test id twice. Returns {run_id, backends, cells: [PlannedCell
+    keyword arguments], host, shard, merged}."""
     raw = _object("", value)
-    _keys("", raw, PLAN_KEYS, set())
+    _keys("", raw, PLAN_KEYS, PLAN_OPTIONAL)
     if type(raw["version"]) is not int or raw["version"] not in MANIFEST_VERSIONS:
         raise _Bad(f"version: unknown plan version {str(raw['version'])[:40]!r} (this harness reads {MANIFEST_VERSIONS[-1]})")
     run_id = _text("run_id", raw["run_id"], empty=False)
     backends: dict[str, dict[str, Any]] = {}
     for name, info in _object("backends", raw["backends"]).items():
         key = f"backends.{name[:80]}"
-        _keys(key, _object(key, info), BACKEND_KEYS, set())
+        _keys(key, _object(key, info), BACKEND_KEYS, BACKEND_OPTIONAL)
         backends[_backend("backends key", name)] = {
             "available": _flag(f"{key}.available", info["available"]),
             "requested": _flag(f"{key}.requested", info["requested"]),
-            "reason": _text(f"{key}.reason", info["reason"])}
+            "reason": _text(f"{key}.reason", info["reason"]),
+            **({"version": _text(f"{key}.version", info["version"])} if "version" in info else {})}
     if not isinstance(raw["cells"], list):
         raise _Bad(f"cells: expected an array of cells, found {kind_of(raw['cells'])}")
     cells: list[dict[str, Any]] = []
@@ -396,7 +473,10 @@ def check_plan(value: object) -> dict[str, Any]:
                       "subject": _text(f"{key}.subject", cell["subject"]), "kind": kind,
                       "planned_cases": _count(f"{key}.planned_cases", cell["planned_cases"]),
                       "exact": _flag(f"{key}.exact", cell["exact"]), "skip": _optional_text(f"{key}.skip", cell.get("skip"))})
-    return {"run_id": run_id, "backends": backends, "cells": cells}
+    host = _optional_text("host", raw.get("host"))
+    merged = check_merged(raw["merged"]) if raw.get("merged") is not None else []
+    return {"run_id": run_id, "backends": backends, "cells": cells, "host": host, "shard": check_shard(raw.get("shard")),
+            "merged": merged}
 
 
 def check_finished(value: object) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Result records of a run: one JSON line per case, appended and flushed as soon as it is known,
-so that an interrupted run keeps everything it finished.
+so that an interrupted run keeps everything it finished, and gzip-compressed once the run has
+ended normally (compress_records; every reader takes both forms: record_files).
 
 Every record carries the run id of the run that wrote it (the id of its plan, harness.run.manifest),
 so that the gate can refuse records of another run mixed into a results directory. Records are read
@@ -8,17 +9,20 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import gzip
 import json
 import os
+import shutil
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from harness.judge.status import severity
-from harness.run.record_schema import RUN_ID_ENV, check_record, read_lines
+from harness.run.record_schema import GZIP_SUFFIX, RUN_ID_ENV, check_record, read_lines, torn_tail
 
-RESULTS_GLOB = "results-*.jsonl"
+RESULTS_GLOB = "results-*.jsonl"            # being written (or an interrupted run's)
+COMPRESSED_GLOB = "results-*.jsonl.gz"      # a finished run's, compressed (compress_records)
 
 
 @dataclass
@@ -121,10 +125,66 @@ def worst_per_case(records: list[CaseRecord]) -> list[CaseRecord]:
     return list(chosen.values())
 
 
+def record_files(directory: Path) -> list[Path]:
+    """The records files of a run directory, one per worker, in worker order: `results-W.jsonl`
+    (being written, or left by an interrupted run) or `results-W.jsonl.gz` (compressed at the run's
+    end). Where both exist (a compression cut short between its rename and its unlink) the
+    `.jsonl` is read: it is the whole of what the worker wrote, and the records are never read twice."""
+    plain = {path.name: path for path in directory.glob(RESULTS_GLOB)}
+    compressed = [path for path in directory.glob(COMPRESSED_GLOB) if path.name[:-len(GZIP_SUFFIX)] not in plain]
+    return sorted([*plain.values(), *compressed], key=lambda path: path.name.removesuffix(GZIP_SUFFIX))
+
+
 def read_records(directory: Path) -> Iterator[CaseRecord]:
-    """Every record of a run directory, each knowing the `file:line` it came from. A malformed
-    line is a RunFileError (harness.run.record_schema); a torn last line (an interrupted write) is
-    skipped, and load_manifest notes it."""
-    for path in sorted(directory.glob(RESULTS_GLOB)):
+    """Every record of a run directory (`.jsonl` or `.jsonl.gz`: record_files), each knowing the
+    `file:line` it came from. A malformed line or a damaged gzip stream is a RunFileError
+    (harness.run.record_schema); a torn last line (an interrupted write) is skipped, and
+    load_manifest notes it."""
+    for path in record_files(directory):
         for number, fields in read_lines(path, check_record):
             yield CaseRecord(**fields, source=f"{path}:{number}")
+
+
+def record_dicts(directory: Path) -> list[dict]:
+    """Every record of a run directory as the JSON object it was written as (without `source`),
+    read and checked as read_records reads them: for scripts and tests that read the .jsonl files
+    line by line before a finished run's records were compressed."""
+    out = []
+    for record in read_records(directory):
+        body = asdict(record)
+        del body["source"]
+        out.append(body)
+    return out
+
+
+def compress_records(directory: Path) -> list[Path]:
+    """gzip each `results-W.jsonl` of a finished run into `results-W.jsonl.gz` (records compress
+    about 25 to 1; `make run` writes 140 MB of them). Records are appended line by line
+    while the run goes (an interrupted run keeps them), so this runs once it has ended: the
+    controller's session end, or `dmlconform report`. A file that ends inside a line (an
+    interrupted write) is left as it is, so that the gate still names it. The `.gz` is written
+    under a temporary name and renamed before the `.jsonl` goes: nothing is lost at any point.
+    Returns the compressed files."""
+    done: list[Path] = []
+    for path in sorted(directory.glob(RESULTS_GLOB)):
+        if path.is_symlink() or not path.is_file() or torn_tail(path):
+            continue
+        target = path.with_name(path.name + GZIP_SUFFIX)
+        _gzip_file(path, target)
+        try:
+            path.unlink()
+        except OSError:  # still open elsewhere (Windows): the plain file stays the one read
+            target.unlink(missing_ok=True)
+            continue
+        done.append(target)
+    return done
+
+
+def _gzip_file(source: Path, target: Path) -> None:
+    """`source` gzip-compressed into `target` (a temporary name, then a rename); the header holds
+    no name and no time, so that the same records give the same bytes."""
+    partial = target.with_name(target.name + ".tmp")
+    with source.open("rb") as raw, partial.open("wb") as out:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as packed:
+            shutil.copyfileobj(raw, packed, 1 << 20)
+    os.replace(partial, target)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.run.results import record_dicts
 from harness.spec.load import DEFAULT_SPECS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +98,7 @@ def test_run_honours_specs_dir(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     plan = json.loads(next((reports / "results").glob("plan-*.json")).read_text())
     assert plan["cells"] and {c["operator"] for c in plan["cells"]} == {"ELEMENT_WISE_SIGN"}
-    operators = {json.loads(line)["operator"] for p in (reports / "results").glob("results-*.jsonl") for line in p.read_text().splitlines()}
+    operators = {r["operator"] for r in record_dicts(reports / "results")}
     assert operators == {"ELEMENT_WISE_SIGN"}
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.run.results import record_dicts
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN = ("__editable__", "dmlconform", "harness", "backends", "__pycache__")
@@ -190,8 +191,7 @@ def test_one_operator_of_every_family_runs_in_an_empty_directory(installed, tmp_
     run = _run([installed.cli, "run", "--backend", "numpy", *[a for op in operators.values() for a in ("--operator", op)],
                 "--max-examples", "2", "--workers", "0"], cwd=work, timeout=600)
     results = work / "reports" / "results"
-    records = [json.loads(line) for f in sorted(results.glob("results-*.jsonl"))
-               for line in f.read_text().splitlines() if line.strip()]
+    records = record_dicts(results)  # results-*.jsonl, gzip-compressed at the run's end
     # crashes first: a module or data file missing from the wheel shows as crashed cases (their why)
     crashed = [f"{r['operator']} {r['test_id']}: {r['summary']}" for r in records if r["status"] == "crashed"]
     assert not crashed, f"{len(crashed)} crashed case(s), first: {crashed[:5]}"

@@ -3,12 +3,12 @@ device's own level, at which the device judges every descriptor), instead of eac
 its own level only; `own` is the default; a keyword stands alone."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from harness.run.options import option_problem
+from harness.run.results import record_dicts
 from tests.helpers import SPECS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
                            "--feature-level", "ladder", "--max-examples", "1", "--workers", "0", "--reports-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    records = [json.loads(line) for path in (tmp_path / "results").glob("results-*.jsonl") for line in path.read_text().splitlines()]
+    records = record_dicts(tmp_path / "results")  # results-*.jsonl, gzip-compressed at the run's end
     assert {r["feature_level"] for r in records if r["kind"] == "invalid"} == set(gather.table_change_levels)
     assert {r["feature_level"] for r in records if r["kind"] == "valid"} == set(gather.table_start_levels)
     # below the own level (6.4) a valid descriptor gets one data set, at it --data-per-descriptor's 8

@@ -4,7 +4,6 @@ runs end to end, with no Python change, on the reference, the worst legal device
 DirectML.dll (whose runner marshals the desc struct from the spec's fields); ONNX Runtime, which
 maps operators by its table (backends/onnxruntime_ops.yaml), reports it unsupported, never a pass."""
 import collections
-import json
 import os
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.spec.load import DEFAULT_SPECS_DIR
+from harness.run.results import record_dicts
 from tests.helpers import directml_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,13 +36,11 @@ def test_a_new_element_wise_operator_runs_from_its_yaml_alone(tmp_path):
     assert gate.returncode == 0, gate.stdout[-2000:] + run.stdout[-2000:]
     statuses = collections.defaultdict(collections.Counter)
     reasons = set()
-    for path in (reports / "results").glob("results-*.jsonl"):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            assert record["operator"] == "ACTIVATION_LINEAR"
-            statuses[record["backend"]][record["status"]] += 1
-            if record["backend"] == "onnxruntime":
-                reasons.add(record["summary"])
+    for record in record_dicts(reports / "results"):  # results-*.jsonl, gzip-compressed at the run's end
+        assert record["operator"] == "ACTIVATION_LINEAR"
+        statuses[record["backend"]][record["status"]] += 1
+        if record["backend"] == "onnxruntime":
+            reasons.add(record["summary"])
     for backend in ("numpy", "worst-legal", "directml"):
         assert statuses[backend]["pass"] > 0 and statuses[backend]["rejected-invalid"] > 0, (backend, statuses[backend])
     assert set(statuses["onnxruntime"]) == {"unsupported"} and reasons == {"no ONNX mapping for ACTIVATION_LINEAR"}
@@ -86,12 +84,10 @@ def test_a_new_reduce_family_operator_runs_from_its_yaml_alone(tmp_path):
     assert gate.returncode == 0, gate.stdout[-2000:]
     statuses = collections.defaultdict(collections.Counter)
     rejected_rules = set()
-    for path in (reports / "results").glob("results-*.jsonl"):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            statuses[record["backend"]][record["status"]] += 1
-            if record["backend"] == "directml" and record["status"] == "rejected-invalid":
-                rejected_rules.add(record["rule"])
+    for record in record_dicts(reports / "results"):  # results-*.jsonl, gzip-compressed at the run's end
+        statuses[record["backend"]][record["status"]] += 1
+        if record["backend"] == "directml" and record["status"] == "rejected-invalid":
+            rejected_rules.add(record["rule"])
     for backend in ("numpy", "directml"):
         assert statuses[backend]["pass"] > 0, (backend, statuses[backend])
     assert {"constraint.same_dimension_count", "constraint.axes_in_range", "constraint.output_sizes"} <= rejected_rules

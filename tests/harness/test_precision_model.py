@@ -8,7 +8,6 @@ or up, and the fused form (numpy's nextafter, not the model's evaluator).
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from harness.generate.cases import case_from_arrays
 from harness.judge.diff import judge
 from harness.model.backend import Outputs
 from harness.model.layout import pack_buffer
+from harness.run.results import record_dicts
 from harness.spec.load import DEFAULT_SPECS_DIR
 from tests.helpers import SPECS
 
@@ -199,7 +199,7 @@ def _run(backend: str, specs: Path, reports: Path, levels: list[str] = (), max_e
     subprocess.run(cli + ["run", "--backend", backend, "--workers", str(workers), "--reports-dir", str(reports)] + level_args,
                    capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     gate = subprocess.run(cli + ["gate", "--reports-dir", str(reports)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    records = [json.loads(line) for path in (reports / "results").glob("results-*.jsonl") for line in path.read_text().splitlines()]
+    records = record_dicts(reports / "results")  # results-*.jsonl, gzip-compressed at the run's end
     return gate.returncode, records
 
 

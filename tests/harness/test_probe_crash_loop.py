@@ -4,11 +4,11 @@ crashes on every case runs a probe of a known mismatch: the record is `crashed` 
 the gate fails on it, and no line calls the expectation stale."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from harness.run.results import record_dicts
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTATIONS = """backend: broken-crash
@@ -34,8 +34,7 @@ def test_a_probe_that_crashed_is_not_called_stale(tmp_path):
                           "--max-examples", "1", "--workers", "0", "--expectations-dir", str(tmp_path / "exp"),
                           "--reports-dir", str(reports)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in run.stderr, run.stderr[-3000:]
-    probes = [json.loads(line) for path in (reports / "results").glob("results-*.jsonl")
-              for line in path.read_text().splitlines() if json.loads(line)["kind"] == "probe"]
+    probes = [r for r in record_dicts(reports / "results") if r["kind"] == "probe"]
     assert len(probes) == 1
     assert probes[0]["status"] == "crashed" and "did not run" in probes[0]["summary"], probes[0]
     gate = subprocess.run([sys.executable, "-m", "harness.cli", "gate", "--reports-dir", str(reports)], cwd=ROOT, env=env,

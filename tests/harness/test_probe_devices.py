@@ -5,12 +5,12 @@ is neither probed nor used elsewhere. The worst-legal backend takes every libert
 for a flushing GPU here."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from harness.judge.expectations import ExpectationSet, load_expectations
+from harness.run.results import record_dicts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,8 +52,7 @@ def test_a_masked_probe_is_unsupported_a_vanished_one_stale_another_devices_one_
     proc = subprocess.run([sys.executable, "-m", "pytest", "harness/run/conformance.py", "-p", "no:cacheprovider", "-n", "0", "-q",
                            "--backend", "worst-legal", "--expectations-dir", str(expectations), "-k", "probe",
                            "--reports-dir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    records = {r["expectation"]: r for path in (tmp_path / "reports" / "results").glob("results-*.jsonl")
-               for r in map(json.loads, path.read_text().splitlines()) if r.get("kind") == "probe"}
+    records = {r["expectation"]: r for r in record_dicts(tmp_path / "reports" / "results") if r.get("kind") == "probe"}
     assert set(records) == {"reads-a-denormal-as-normal", "gone-for-good"}, proc.stdout[-3000:]
     masked = records["reads-a-denormal-as-normal"]
     assert masked["status"] == "unsupported" and "masked here, not stale" in masked["summary"]
