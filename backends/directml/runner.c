@@ -210,7 +210,13 @@ static double now_s(void) { LARGE_INTEGER c; QueryPerformanceCounter(&c); return
  * stderr and the process ends: left to Wine's own unhandled-exception path, a crashed runner took
  * 14 to 18 s to go on an NVIDIA H200 (the client waited for its pipes to close). */
 static LONG WINAPI on_crash(EXCEPTION_POINTERS *e) {
-    fprintf(stderr, "dmlrunner-crash exception 0x%08lx at %p\n", (unsigned long)e->ExceptionRecord->ExceptionCode, e->ExceptionRecord->ExceptionAddress);
+    EXCEPTION_RECORD *r = e->ExceptionRecord;
+    if (r->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && r->NumberParameters >= 2) /* worded as Wine words it */
+        fprintf(stderr, "dmlrunner-crash page fault on %s access to %016llx at address %p\n",
+                r->ExceptionInformation[0] == 0 ? "read" : r->ExceptionInformation[0] == 8 ? "execute" : "write",
+                (unsigned long long)r->ExceptionInformation[1], r->ExceptionAddress);
+    else
+        fprintf(stderr, "dmlrunner-crash exception 0x%08lx at address %p\n", (unsigned long)r->ExceptionCode, r->ExceptionAddress);
     fflush(stderr);
     TerminateProcess(GetCurrentProcess(), 5);
     return EXCEPTION_EXECUTE_HANDLER;

@@ -3,6 +3,9 @@ compiled once, and a crash or hang still costs only the case that caused it; eve
 its stages' seconds, and a hang names the stage it hung in."""
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 from backends.directml import DirectMLBackend
 from harness.generate.cases import case_from_arrays
@@ -11,6 +14,7 @@ from harness.model.backend import Crashed, Outputs
 from tests.helpers import SPECS, directml_or_skip
 
 SIGN = SPECS.operator("ELEMENT_WISE_SIGN")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _sign(values, dtype="INT8"):
@@ -105,3 +109,27 @@ def test_an_empty_batch_sends_nothing():
     backend = DirectMLBackend(SPECS)
     assert backend.run_batch([]) == []
     assert backend._process is None
+
+
+def test_a_crash_in_a_batch_is_said_at_once_and_costs_only_its_case():
+    """DirectML 1.15.4 dereferences JOIN's null OutputTensor in CreateOperator (an expectation of
+    its own): the runner says so on stderr as Wine would word it and ends; the other cases of the
+    batch run again without it."""
+    from harness.model.descriptor import Case
+    convolution = Case.load(ROOT / "docs" / "gpu-cases" / "nvidia-hangs" / "conv-4d-minimal-forward.yaml")  # another operator
+    spec = SPECS.operator("JOIN")
+    null_output = case_from_arrays(spec, "6.4", {"InputTensors_0": "FLOAT32", "InputTensors_1": "FLOAT32"},
+                                   {"InputTensors_0": np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32),
+                                    "InputTensors_1": np.array([[[[5.0], [6.0]]]], np.float32)},
+                                   attributes={"Axis": 3}, layouts={})
+    null_output = dataclasses.replace(null_output, expect_valid=False, broken_rule="tensor.missing")
+    signs = [_sign([-3, 0, 1]), _sign([4, -4])]
+    backend = _backend()
+    try:
+        answers = backend.run_batch([signs[0], null_output, convolution, signs[1]])
+    finally:
+        backend.close()
+    crashed = answers[1][0]
+    assert isinstance(crashed, Crashed), crashed
+    assert "page fault on read access to 0000000000000008" in crashed.reason and "in create 2/4" in crashed.reason
+    assert [type(r).__name__ for r, _ in answers] == ["Outputs", "Crashed", "Outputs", "Outputs"]
