@@ -28,6 +28,9 @@ from harness.spec.model import OperatorSpec, SpecSet
 # DMLCONFORM_KEEP_CASES=all keeps the case file of every case, passes too: for a census of which
 # descriptors bring on a device's failure or hang (docs/gpu-results.md), not for everyday runs
 _KEEP_EVERY_CASE = os.environ.get("DMLCONFORM_KEEP_CASES", "") == "all"
+# case files kept per test and expectation for expected divergences (one case file per known
+# divergence was 7,400 of a make run's files; a failure's case file is always kept)
+DIVERGENCE_FILES = 1
 
 
 @dataclass
@@ -130,11 +133,14 @@ def run_case(backend: Backend, spec: OperatorSpec, case: Case, kind: str, *,
 
 def run_cases(backend: Backend, spec: OperatorSpec, cases: list[Case], kind: str, *,
               expectations: ExpectationSet | None = None, writer: ResultWriter | None = None,
-              cases_dir: Path | None = None, test_id: str = "", run_known_hangs: bool = False) -> list[Outcome]:
+              cases_dir: Path | None = None, test_id: str = "", run_known_hangs: bool = False,
+              divergence_files: dict[str, int] | None = None) -> list[Outcome]:
     """Run the cases on the backend (in batches where it can), then judge, explain and record each
     one, in order. Nothing malformed reaches a backend: every case is checked first. A case of an
     expectation marked `hangs` (this device hangs on it) is not sent, unless `run_known_hangs`
-    (the expectation's probe): it is recorded as that known divergence, not run."""
+    (the expectation's probe): it is recorded as that known divergence, not run. `divergence_files`
+    (expectation id -> case files kept so far, the caller's per test): an expected divergence's case
+    file is kept only for the first of its expectation (DIVERGENCE_FILES); None keeps every one."""
     for case in cases:
         check_case(case, spec)  # CaseFormatError (harness/model/wellformed.py)
     try:
@@ -160,7 +166,7 @@ def run_cases(backend: Backend, spec: OperatorSpec, cases: list[Case], kind: str
             outcomes.append(_not_run(backend, spec, case, kind, hangs[i], level, writer, test_id))
         else:
             outcomes.append(_settle(backend, spec, case, kind, next(answers), capabilities, level, expectations, writer,
-                                    cases_dir, test_id))
+                                    cases_dir, test_id, divergence_files))
     return outcomes
 
 
@@ -223,7 +229,8 @@ def _verdict(spec: OperatorSpec, case: Case, result: RunResult, capabilities: Ca
 
 def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer: TimedResult,
             capabilities: Capabilities, level: str, expectations: ExpectationSet | None,
-            writer: ResultWriter | None, cases_dir: Path | None, test_id: str) -> Outcome:
+            writer: ResultWriter | None, cases_dir: Path | None, test_id: str,
+            divergence_files: dict[str, int] | None = None) -> Outcome:
     """Judge one answer; an unexpected failure is run once more, alone, and a rerun that comes out
     otherwise makes the case `flaky` (a failure unless an expectation names it), never a pass:
     DirectML under Wine crashed one GATHER case of 2,735 once in CI and not on replay, and such a
@@ -250,7 +257,13 @@ def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer:
                 status = Status.EXPECTED_DIVERGENCE
     data_type = case_data_type(spec, case)
     case_file = None
-    if (status in FAILURES or status == Status.EXPECTED_DIVERGENCE or _KEEP_EVERY_CASE) and cases_dir is not None:
+    keep = status in FAILURES or _KEEP_EVERY_CASE
+    if status == Status.EXPECTED_DIVERGENCE and not keep:  # a known divergence: a few examples are plenty
+        kept = divergence_files.get(expectation or "", 0) if divergence_files is not None else -1
+        keep = kept < DIVERGENCE_FILES
+        if keep and divergence_files is not None:
+            divergence_files[expectation or ""] = kept + 1
+    if keep and cases_dir is not None:
         target = cases_dir / f"{backend.name}-{spec.name}-{case.case_id}.yaml"
         with recording(target):
             case_file = case.save(target, previews(spec, case))

@@ -58,6 +58,7 @@ class _Tally:
         self.attached = {True: 0, False: 0}  # attached to the report: failures (True) and divergences (False)
         self.tags: set[str] = set()
         self.failures: list = []
+        self.divergence_files: dict[str, int] = {}  # expectation id -> case files kept (harness.run.case)
 
     @property
     def total(self) -> int:
@@ -110,9 +111,11 @@ def _run(request, backend_name, spec, case, kind, tally):
 def _run_many(request, backend_name, spec, cases, kind, tally) -> list[Outcome]:
     """Run a cell's cases (in batches on a backend that batches), then tally and attach each."""
     config = request.config
+    full = config.getoption("report_detail", default="failures") == "full"
     outcomes = run_cases(config.dml_backends[backend_name], spec, cases, kind,
                          expectations=config.dml_expectations.get(backend_name), writer=config.dml_writer,
-                         cases_dir=config.dml_cases_dir, test_id=request.node.nodeid)
+                         cases_dir=config.dml_cases_dir, test_id=request.node.nodeid,
+                         divergence_files=None if full else tally.divergence_files)
     for case, outcome in zip(cases, outcomes):
         tally.add(outcome)
         _attach(config, tally, outcome, spec, case)

@@ -144,3 +144,18 @@ def test_a_known_hang_needs_a_probe_devices_and_status_crashed(tmp_path, entry, 
     with pytest.raises(ExpectationError) as error:
         _expectations(tmp_path, entry)
     assert message in str(error.value.render())
+
+
+def test_a_known_divergence_keeps_one_case_file_per_test_a_failure_every_one(tmp_path):
+    known = _expectations(tmp_path, "  - id: scripted-sign-crashes\n    operator: ELEMENT_WISE_SIGN\n    status: crashed\n"
+                                    "    data_types: [INT8]\n    why: a scripted crash\n")
+    crashes = {1: ["crash"], 2: ["crash"]}
+    kept: dict[str, int] = {}
+    cases = [_case([1, i]) for i in range(3)] + [_case([1, 2, 3], "INT16")]
+    outcomes = run_cases(_Scripted(crashes), SIGN, cases, "valid", expectations=known, cases_dir=tmp_path / "cases",
+                         divergence_files=kept)
+    assert [o.status for o in outcomes] == ["expected-divergence"] * 3 + ["crashed"]
+    assert [o.case_file is not None for o in outcomes] == [True, False, False, True]
+    assert kept == {"scripted-sign-crashes": 1}
+    every = run_cases(_Scripted(crashes), SIGN, cases[:2], "valid", expectations=known, cases_dir=tmp_path / "all")
+    assert all(o.case_file is not None for o in every)  # no budget given (--report-detail full): every one
