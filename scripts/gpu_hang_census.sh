@@ -3,12 +3,12 @@
 # hung case stops (each alone on its own runner, many at a time), whether the DirectML execution
 # flags or NVIDIA's shader disk cache change it, whether a long wait ends it, and which descriptors
 # of whole operators' cells hang (every case file kept, for the census in docs/gpu-results.md).
-#   CASES=DIR (case files; default .gpu/cases)  OPS="CONVOLUTION BATCH_NORMALIZATION"  JOBS=16  OUT=DIR
+#   CASES=DIR (case files; default docs/gpu-cases/nvidia-hangs)  OPS="CONVOLUTION BATCH_NORMALIZATION"  JOBS=16  OUT=DIR
 #   RUN="env" runs without scripts/gpu_run.sh (a machine set up by make, with .venv/bin first on PATH)
 # Writes OUT/census.log, OUT/hangs.json and OUT/cells.tgz (the cells' results and case files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/census}; CASES=${CASES:-.gpu/cases}; JOBS=${JOBS:-16}; OPS=${OPS:-CONVOLUTION BATCH_NORMALIZATION}
+OUT=${OUT:-/tmp/census}; CASES=${CASES:-docs/gpu-cases/nvidia-hangs}; JOBS=${JOBS:-16}; OPS=${OPS:-CONVOLUTION BATCH_NORMALIZATION}
 mkdir -p "$OUT"; LOG="$OUT/census.log"; S=${RUN:-scripts/gpu_run.sh}; export PYTHONUNBUFFERED=1
 say() { echo "== $*" | tee -a "$LOG"; }
 hangs() { $S python -m backends.directml.hangs --jobs "$JOBS" "$@" >> "$LOG" 2>&1; tail -1 "$LOG"; }

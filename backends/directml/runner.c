@@ -209,12 +209,26 @@ static double now_s(void) { LARGE_INTEGER c; QueryPerformanceCounter(&c); return
 /* A crash (an access violation in DirectML, e.g. a null tensor it dereferences) is said at once on
  * stderr and the process ends: left to Wine's own unhandled-exception path, a crashed runner took
  * 14 to 18 s to go on an NVIDIA H200 (the client waited for its pipes to close). */
+static const char *crash_words(DWORD code) { /* as Wine's unhandled-exception message words them */
+    switch (code) {
+    case EXCEPTION_INT_DIVIDE_BY_ZERO: return "division by zero";
+    case EXCEPTION_INT_OVERFLOW: return "overflow";
+    case EXCEPTION_ARRAY_BOUNDS_EXCEEDED: return "array bounds";
+    case EXCEPTION_ILLEGAL_INSTRUCTION: return "illegal instruction";
+    case EXCEPTION_STACK_OVERFLOW: return "stack overflow";
+    case EXCEPTION_PRIV_INSTRUCTION: return "privileged instruction";
+    case EXCEPTION_DATATYPE_MISALIGNMENT: return "alignment";
+    default: return NULL;
+    }
+}
 static LONG WINAPI on_crash(EXCEPTION_POINTERS *e) {
-    EXCEPTION_RECORD *r = e->ExceptionRecord;
-    if (r->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && r->NumberParameters >= 2) /* worded as Wine words it */
+    EXCEPTION_RECORD *r = e->ExceptionRecord; const char *words = crash_words(r->ExceptionCode);
+    if (r->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && r->NumberParameters >= 2)
         fprintf(stderr, "dmlrunner-crash page fault on %s access to %016llx at address %p\n",
                 r->ExceptionInformation[0] == 0 ? "read" : r->ExceptionInformation[0] == 8 ? "execute" : "write",
                 (unsigned long long)r->ExceptionInformation[1], r->ExceptionAddress);
+    else if (words)
+        fprintf(stderr, "dmlrunner-crash %s at address %p\n", words, r->ExceptionAddress);
     else
         fprintf(stderr, "dmlrunner-crash exception 0x%08lx at address %p\n", (unsigned long)r->ExceptionCode, r->ExceptionAddress);
     fflush(stderr);
