@@ -17,6 +17,7 @@ from harness.spec.load import DEFAULT_SPECS_DIR, load_specs, operator_files
 from harness.spec.model import SpecSet
 from harness.spec.show import render_spec
 from harness.judge.expectations import ExpectationError
+from harness.run.options import REPORT_DETAILS
 from harness.spec.source import SpecError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -574,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--directml-timeout", type=float, default=None,
                      help="seconds one DirectML case may take before its runner is stopped and restarted (default 60)")
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
-    run.add_argument("--report-detail", choices=["failures", "full"], default="failures",
+    run.add_argument("--report-detail", choices=REPORT_DETAILS, default="failures",
                      help="Allure attachments and report: failures (default: failures and divergences only) or full "
                           "(passing cases' attachments too, and every test in `dmlconform report`)")
     run.add_argument("--shard", default=None,

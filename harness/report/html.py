@@ -36,7 +36,7 @@ from harness.report.allure import STATUS_LABEL, category_rules
 
 ROOT = Path(__file__).resolve().parents[2]  # a checkout, where `npm ci` puts node_modules/
 HISTORY_LIMIT = 20  # runs history.jsonl keeps (Allure 3 historyLimit)
-REPORT_DETAILS = ("failures", "full")  # what the report holds (`dmlconform run/report --report-detail`)
+from harness.run.options import REPORT_DETAILS  # what the report holds (`dmlconform run/report --report-detail`)
 ALLURE_RESULTS_ZIP = "allure-results.zip"
 ENVIRONMENT = "environment.properties"
 DETAIL_KEY = "report.detail"  # the run's --report-detail, in its environment.properties

@@ -233,8 +233,8 @@ def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer:
             divergence_files: dict[str, int] | None = None) -> Outcome:
     """Judge one answer; an unexpected failure is run once more, alone, and a rerun that comes out
     otherwise makes the case `flaky` (a failure unless an expectation names it), never a pass:
-    DirectML under Wine crashed one GATHER case of 2,735 once in CI and not on replay, and such a
-    case must be seen, not hidden behind its rerun's pass."""
+    DirectML under Wine crashed one case of 2,735 once in CI and not on replay, and such a case
+    must be seen, not hidden behind its rerun's pass."""
     result, timing = answer
     verdict = _verdict(spec, case, result, capabilities, level, expectations)
     seconds, stages = timing.seconds, dict(timing.stages)

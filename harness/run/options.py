@@ -10,6 +10,8 @@ from typing import Iterable
 
 from harness.spec.model import SpecSet
 
+REPORT_DETAILS = ("failures", "full")  # --report-detail: what the Allure results and report hold (docs/reports.md)
+
 # --feature-level keywords (beside level names): `own` (each backend at its own level), `newest`
 # (the newest level of the catalog), `ladder` (every level where an operator's tables change, up to
 # a device's own level)

@@ -39,7 +39,7 @@ from harness.run.allocator import keep_freed_memory
 from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
-from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem, option_problem
+from harness.run.options import DIRECTML_TIMEOUT, REPORT_DETAILS, directml_timeout_problem, option_problem
 from harness.run.previous import drop, give_back, set_aside
 from harness.run.results import RecordingError
 from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
@@ -56,7 +56,6 @@ from harness.generate.types import coverage_plan, primary_type
 
 CONFORMANCE_MODULE = Path(__file__).resolve().with_name("conformance.py")
 _DEFAULT_SPECS: SpecSet | None = None  # loaded once, on first use
-REPORT_DETAILS = ("failures", "full")  # --report-detail: what the Allure results and report hold (docs/reports.md)
 
 
 class DmlConfig(Protocol):
