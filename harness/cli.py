@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--reports-dir", default=reports_default)
         p.set_defaults(func=func)
     sub.choices["report"].add_argument(
-        "--report-detail", choices=["failures", "full"], default=None,
+        "--report-detail", choices=REPORT_DETAILS, default=None,
         help="the tests the HTML report holds: failures (failures and divergences) or full (every test); "
              "default: what the run was asked for (`run --report-detail`), else failures")
     merge = sub.add_parser("merge", help="join the reports directories of a run's shards (run --shard I/N) into one, "
