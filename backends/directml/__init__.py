@@ -79,7 +79,8 @@ class DirectMLBackend:
 
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
                  debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = DIRECTML_TIMEOUT,
-                 vulkan: str | None = None, stack: str | Path | None = None, **_: Any) -> None:
+                 vulkan: str | None = None, stack: str | Path | None = None, cache_max: int | None = None,
+                 **_: Any) -> None:
         self.specs = specs or load_specs()
         self.vulkan_choice = vulkan  # None: auto
         self.stack_arg = str(stack) if stack else None  # None: DMLCONFORM_DIRECTML_STACK or .cache/directml
@@ -95,6 +96,7 @@ class DirectMLBackend:
             exec_flags = sum(EXEC_FLAGS[n] for n in names)
         self.exec_flags = int(exec_flags)
         self.timeout = timeout
+        self.cache_max = cache_max  # the runner's compiled-operator cache (None: its default); tests make it small
         self._process: RunnerProcess | None = None
         self._info: dict | None = None
         self._dll: Path | None = None
@@ -114,8 +116,11 @@ class DirectMLBackend:
         if self._dll is None:
             from backends.directml.dlls import resolve
             self._dll = resolve(self.dll_name, self.stack.dll_dir)
-        return RunnerConfig(self.stack.runner, self._dll, self.adapter, self.warp, self.debug_layer,
-                            stack=self.stack, vulkan=self.vulkan())
+        config = RunnerConfig(self.stack.runner, self._dll, self.adapter, self.warp, self.debug_layer,
+                              stack=self.stack, vulkan=self.vulkan())
+        if self.cache_max is not None:
+            config.cache_max = self.cache_max
+        return config
 
     def available(self) -> tuple[bool, str]:
         if self._unavailable is not None:

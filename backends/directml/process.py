@@ -60,6 +60,10 @@ class RunnerConfig:
     # see why a device does not start); a pack traces module loads with +loaddll
     wine_debug: str = field(default_factory=lambda: os.environ.get("DMLCONFORM_WINEDEBUG") or "-all")
     stderr_log: Path | None = None  # also append the runner's and Wine's stderr here
+    # compiled operators the runner keeps (None: its default, 512); DMLCONFORM_RUNNER_CACHE_MAX makes
+    # it small to exercise eviction (a diagnostic: every descriptor is then compiled more often)
+    cache_max: int | None = field(default_factory=lambda: int(os.environ["DMLCONFORM_RUNNER_CACHE_MAX"])
+                                  if os.environ.get("DMLCONFORM_RUNNER_CACHE_MAX", "").isdigit() else None)
 
 
 def wine_environment(stack: Stack | None = None, vulkan: VulkanDriver | None = None, display: str | None = None) -> dict[str, str]:
@@ -91,6 +95,8 @@ class RunnerProcess:
             args.append("--warp")
         if c.debug_layer:
             args.append("--debug-layer")
+        if c.cache_max is not None:
+            args += ["--cache-max", str(c.cache_max)]
         if sys.platform == "win32":
             return [str(c.runner)] + args
         return [str(self._stack().wine_loader() or "wine"), str(c.runner)] + args

@@ -192,10 +192,31 @@ static HRESULT submit(void) {
 }
 
 /* compiled-operator cache, keyed by the descriptor text the client sends */
-typedef struct { char *key; void *compiled; ID3D12Resource *persistent; UINT64 persistent_size; } cached_op;
-#define CACHE_MAX 512
-static cached_op cache[CACHE_MAX]; static int cache_count, cache_next;
-static cached_op *cache_find(const char *key) { int i; for (i = 0; i < cache_count; i++) if (!strcmp(cache[i].key, key)) return &cache[i]; return NULL; }
+typedef struct { char *key; void *compiled; ID3D12Resource *persistent; UINT64 persistent_size; unsigned request; } cached_op;
+/* The cache keeps up to `cache_limit` operators (--cache-max, default 512) and evicts round-robin,
+   but never an entry the current request uses: a batch's earlier case may have found its operator
+   in the slot a later case would evict, and would then dispatch the later case's operator. A
+   request with more distinct descriptors than the limit grows the cache up to CACHE_MAX. */
+#define CACHE_MAX 1024
+static cached_op cache[CACHE_MAX]; static int cache_count, cache_next, cache_limit = 512; static unsigned request_no;
+static cached_op *cache_find(const char *key) {
+    int i;
+    for (i = 0; i < cache_count; i++) if (!strcmp(cache[i].key, key)) { cache[i].request = request_no; return &cache[i]; }
+    return NULL;
+}
+/* A slot for a new operator: a free one, else the next one round-robin that this request does not
+   use (its operator released), else NULL. */
+static cached_op *cache_slot(void) {
+    int k;
+    if (cache_count < cache_limit) return &cache[cache_count++];
+    for (k = 0; k < cache_count; k++) {
+        cached_op *v = &cache[cache_next]; cache_next = (cache_next + 1) % cache_count;
+        if (v->request == request_no) continue;
+        COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
+        return v;
+    }
+    return cache_count < CACHE_MAX ? &cache[cache_count++] : NULL;
+}
 
 static int device_removed(void) { return FAILED(((fn_removed)VT(dml)[15])(dml)); }
 
@@ -443,11 +464,9 @@ static void compile_item(run_item *it, const unsigned char *opdesc, int index, i
     hr = ((fn_create_init)VT(dml)[10])(dml, 1, &compiled, &IID_IDMLOperatorInitializer_, &init);
     if (FAILED(hr)) { COM_RELEASE(compiled); item_fail(it, "error", "CreateOperatorInitializer", hr); return; }
     ((fn_props)VT(init)[8])(init, &ip); ((fn_props)VT(compiled)[8])(compiled, &ep);
-    if (cache_count == CACHE_MAX) { /* evict round-robin (a batch holds far fewer descriptors than the cache) */
-        cached_op *v = &cache[cache_next]; COM_RELEASE(v->compiled); if (v->persistent) ID3D12Resource_Release(v->persistent); free(v->key);
-        c = v; cache_next = (cache_next + 1) % CACHE_MAX;
-    } else c = &cache[cache_count++];
-    memset(c, 0, sizeof *c); c->key = _strdup(*key ? key : "?"); c->compiled = compiled;
+    c = cache_slot();
+    if (!c) { COM_RELEASE(init); COM_RELEASE(compiled); item_fail_text(it, "error", "cache", "more distinct descriptors in one request than the runner's cache holds"); return; }
+    memset(c, 0, sizeof *c); c->key = _strdup(*key ? key : "?"); c->compiled = compiled; c->request = request_no;
     c->persistent_size = ep.PersistentResourceSize;
     if (ep.PersistentResourceSize)
         c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
@@ -583,6 +602,7 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
     run_item *items = calloc((size_t)(count ? count : 1), sizeof *items);
     unsigned char opdesc[256]; int i, k, nouts = 0, removed = 0, recorded = 0; HRESULT hr = S_OK; double t0, shared;
     blob *outs; text b = { malloc(256), 0, 256 };
+    request_no++; /* the cache entries this request finds or makes are not evicted before it ends */
     for (i = 0; i < count; i++) {
         run_item *it = &items[i]; it->req = reqs[i];
         if (!read_tensors(it->req, &it->t)) { item_fail_text(it, "error", "request", "bad tensors"); continue; }
@@ -704,6 +724,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warp")) warp = 1;
         else if (!strcmp(argv[i], "--debug-layer")) debug_layer = 1;
         else if (!strcmp(argv[i], "--min-feature-level") && i + 1 < argc) min_level = (UINT)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--cache-max") && i + 1 < argc) { cache_limit = atoi(argv[++i]); if (cache_limit < 1) cache_limit = 1; if (cache_limit > CACHE_MAX) cache_limit = CACHE_MAX; }
     }
     _setmode(0, _O_BINARY); _setmode(1, _O_BINARY);
     QueryPerformanceFrequency(&qpf);

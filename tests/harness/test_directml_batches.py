@@ -133,3 +133,26 @@ def test_a_crash_in_a_batch_is_said_at_once_and_costs_only_its_case():
     assert isinstance(crashed, Crashed), crashed
     assert "page fault on read access to 0000000000000008" in crashed.reason and "in create 2/4" in crashed.reason
     assert [type(r).__name__ for r, _ in answers] == ["Outputs", "Crashed", "Outputs", "Outputs"]
+
+
+def test_a_full_cache_never_evicts_an_operator_its_own_batch_uses():
+    """The CI failure of 2026-11-28 (a page fault in DirectML during 'initialize' after thousands of
+    descriptors): with the cache full, a batch's case that found its operator cached could have its
+    slot evicted by a later case of the same batch, and would then dispatch that case's operator.
+    With a cache of two, the second batch's first case hits slot 0 and its next two cases need room."""
+    a, b = _sign([-3, 0, 5]), _sign([1, -2, 3, -4])
+    c, d = _sign([7, -7, 0, 1, 2], "INT16"), _sign([-1, 1], "INT32")
+    backend = _backend()
+    backend.cache_max = 2
+    try:
+        first = backend.run_batch([a, b])
+        second = backend.run_batch([a, c, d, b])
+    finally:
+        backend.close()
+    for case, (result, _) in zip([a, b, a, c, d, b], first + second):
+        assert isinstance(result, Outputs), result
+        assert judge(SIGN, case, result, True).status == "pass"
+    # by hand: SIGN of [-3, 0, 5] is [-1, 0, 1]; of [7, -7, 0, 1, 2] (INT16) is [1, -1, 0, 1, 1]
+    assert np.frombuffer(second[0][0].buffers["OutputTensor"][:3], np.int8).tolist() == [-1, 0, 1]
+    assert np.frombuffer(second[1][0].buffers["OutputTensor"][:10], np.int16).tolist() == [1, -1, 0, 1, 1]
+    assert "compile" not in second[0][1].stages  # a's operator was found in the cache, not rebuilt
