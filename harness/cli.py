@@ -338,7 +338,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         print("dmlconform run: interrupted; the run is incomplete and the gate will fail", file=sys.stderr)
     elif code == int(pytest.ExitCode.USAGE_ERROR):
         return EXIT_USAGE
-    print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/, results.csv, failures.csv)")
+    print(f"reports: {reports} (junit.xml, allure-results/, results/, cases/, results.csv.gz, failures.csv)")
     return code
 
 
@@ -402,7 +402,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     stats = report_summary(reports / "allure-report").get("stats", {})
     print(f"report: {index} ({stats.get('total', '?')} tests, --report-detail {detail}), {reports / 'matrix.html'}, "
-          f"{reports / 'results.csv'} in {time.perf_counter() - start:.1f} s")
+          f"{reports / 'results.csv.gz'} in {time.perf_counter() - start:.1f} s")
     return EXIT_OK
 
 

@@ -28,6 +28,6 @@ for arg in "$@"; do
 done
 .venv/bin/dmlconform run "${levels[@]}" "${backends[@]}" "$@"
 # the HTML report (one file: the failures and divergences, or every test after --report-detail full), the
-# matrix, results.csv and failures.csv; then the Allure results packed into one archive (docs/reports.md)
+# matrix, results.csv.gz and failures.csv; then the Allure results packed into one archive (docs/reports.md)
 .venv/bin/dmlconform report || echo "run: the HTML report could not be built (see above); the matrix and JUnit XML are there"
 .venv/bin/dmlconform gate

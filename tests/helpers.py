@@ -144,3 +144,29 @@ def round_trip(case):
     import yaml
     from harness.model.descriptor import Case
     return Case.from_dict(yaml.safe_load(yaml.safe_dump(case.to_dict(), sort_keys=False, width=120)))
+
+
+def read_plan(path) -> dict:
+    """A run's plan file as written (`plan-W.json.gz`) or plain, parsed."""
+    import gzip
+    import json
+    from pathlib import Path
+    data = Path(path).read_bytes()
+    return json.loads(gzip.decompress(data) if str(path).endswith(".gz") else data)
+
+
+def write_plan_file(path, plan: dict) -> None:
+    """`plan` written back into `path` in that file's own form (gzip for `.gz`): a test's edited plan."""
+    import gzip
+    import json
+    from pathlib import Path
+    data = json.dumps(plan).encode()
+    Path(path).write_bytes(gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
+
+
+def plan_file(results) -> "Path":
+    """The one plan in a results directory (a run of one process or a shard)."""
+    from harness.run.manifest import plan_files
+    plans = plan_files(results)
+    assert len(plans) == 1, plans
+    return plans[0]

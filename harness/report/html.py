@@ -9,7 +9,7 @@ What it leaves is sized for CI to upload (docs/reports.md):
   attachment;
 - by default (`failures`) the tests a reader opens the report for: failures and divergences
   (expected, on unspecified elements, flaky, crashed). Passing, rejected-invalid and unsupported
-  cells are in matrix.html and every case in results.csv; `full` puts every test in the report;
+  cells are in matrix.html and every case in results.csv.gz; `full` puts every test in the report;
 - a test the suite judged reports its message without the traceback of pytest.fail/xfail inside
   the suite (the harness's source, 3 to 13 KB a test, repeated in the report and its history);
 - history.jsonl keeps the last HISTORY_LIMIT runs (Allure's historyLimit; without it the file
@@ -187,7 +187,7 @@ def select_results(results: Path, target: Path, everything: bool = False) -> Pat
         _link_or_copy(results / "categories.json", target / "categories.json")
     note = ("full: every test" if everything else
             f"failures: {kept} of {total} tests, those with failures or divergences; every cell is in matrix.html, "
-            f"every case in results.csv; `dmlconform report --report-detail full` reports every test")
+            f"every case in results.csv.gz; `dmlconform report --report-detail full` reports every test")
     lines = [line for line in _environment_lines(results) if not line.startswith(f"{DETAIL_KEY}=")]
     (target / ENVIRONMENT).write_text("\n".join([*lines, f"{DETAIL_KEY}={note}"]) + "\n", encoding="utf-8")
     return target

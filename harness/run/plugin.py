@@ -608,11 +608,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 def _summarize_slowest(tr: pytest.TerminalReporter) -> None:
     """The run's slowest cases (the controller read them at its end), where a slow device, stage
-    or operator shows first; the whole list is results.csv."""
+    or operator shows first; the whole list is results.csv.gz."""
     from harness.report.csv_results import SLOWEST, slowest_lines
     lines = slowest_lines(_SLOWEST)
     if lines:
-        tr.section(f"dmlconform: the {min(SLOWEST, len(_SLOWEST))} slowest cases (all of them: results.csv)")
+        tr.section(f"dmlconform: the {min(SLOWEST, len(_SLOWEST))} slowest cases (all of them: results.csv.gz)")
         for line in lines:
             tr.write_line(line)
 

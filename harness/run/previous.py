@@ -20,7 +20,7 @@ from harness.run.manifest import COMPLETE_FILE
 
 ASIDE = ".previous-run"
 RUN_DIRS = ("results", "cases")      # a run's directories under the reports directory
-RUN_FILES = ("junit.xml", "results.csv", "failures.csv")  # and its files there (history.jsonl spans runs: it stays)
+RUN_FILES = ("junit.xml", "results.csv.gz", "failures.csv")  # and its files there (history.jsonl spans runs: it stays)
 ALLURE = "allure-results"            # the Allure result files, wherever --alluredir points
 
 

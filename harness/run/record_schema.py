@@ -3,7 +3,7 @@
 A run writes, under `reports/results/` (harness.run.results, harness.run.manifest):
 
 - `results-<worker>.jsonl`: one case record per line;
-- `plan-<worker>.json`: the cells the process collected;
+- `plan-<worker>.json.gz`: the cells the process collected (gzip; a plain `.json` is read too);
 - `cells-<worker>.jsonl`: one finished cell per line;
 - `complete.json`: the controller's completion marker;
 
@@ -30,6 +30,7 @@ from typing import IO, Any, Callable, Iterator
 from harness.spec.source import SpecError
 
 MAX_LINE_BYTES = 1 << 20          # one record or cell line (a real one is under 2 KiB)
+GZIP_SUFFIX = ".gz"  # a compressed run file: a finished run's records (compress_records), every plan (write_plan)
 MAX_PLAN_BYTES = 64 << 20         # one plan file (10,000 cells are about 3 MiB)
 MAX_COMPLETE_BYTES = 64 << 10     # complete.json (under 100 bytes)
 MAX_MATRIX_BYTES = 256 << 20      # matrix.json (10,000 cells are about 2 MiB)
@@ -146,10 +147,17 @@ def _open(path: Path) -> IO[bytes]:
 
 
 def _read_bounded(path: Path, limit: int, named: Path | None, what: str = "") -> bytes:
-    """A regular file's bytes, at most `limit`; RunFileError (naming `named`) otherwise."""
+    """A regular file's bytes, at most `limit` (decompressed, for a name ending in `.gz`, so that a
+    small file cannot inflate into memory without bound); RunFileError (naming `named`) otherwise."""
     try:
         with _open(path) as handle:
-            data = handle.read(limit + 1)
+            if Path(path).name.endswith(GZIP_SUFFIX):
+                with gzip.GzipFile(fileobj=handle, mode="rb") as unpacked:
+                    data = unpacked.read(limit + 1)
+            else:
+                data = handle.read(limit + 1)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise RunFileError(named, None, f"cannot decompress (a damaged gzip file): {exc}") from None
     except OSError as exc:
         raise RunFileError(named, None, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -166,7 +174,6 @@ def read_document(path: Path, limit: int) -> object:
         raise RunFileError(path, 1, str(exc)) from None
 
 
-GZIP_SUFFIX = ".gz"  # a finished run's results-<worker>.jsonl, compressed (harness.run.results.compress_records)
 _GZIP_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError; a cut stream an EOFError
 
 

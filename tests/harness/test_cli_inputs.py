@@ -18,6 +18,7 @@ import pytest
 from harness.cli import main
 from harness.run.results import record_dicts
 from harness.spec.load import DEFAULT_SPECS_DIR
+from tests.helpers import plan_file, read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,7 +97,7 @@ def test_run_honours_specs_dir(tmp_path):
                            "--workers", "0", "--max-examples", "2", "--reports-dir", str(reports), "-k", "test_example"],
                           capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    plan = json.loads(next((reports / "results").glob("plan-*.json")).read_text())
+    plan = read_plan(plan_file(reports / "results"))
     assert plan["cells"] and {c["operator"] for c in plan["cells"]} == {"ELEMENT_WISE_SIGN"}
     operators = {r["operator"] for r in record_dicts(reports / "results")}
     assert operators == {"ELEMENT_WISE_SIGN"}

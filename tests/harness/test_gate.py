@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.cli import main
 from harness.report.gate import evaluate_gate
 from harness.run.results import CaseRecord, read_records, worst_per_case
-from harness.run.manifest import PlannedCell, load_manifest
+from harness.run.manifest import PlannedCell, load_manifest, plan_files
 from tests.harness.run_files import write_run
 
 
@@ -68,7 +68,7 @@ def test_lost_records_fail(tmp_path):
 
 def test_no_plan_fails(tmp_path):
     write_run(tmp_path, [_rec("a")])
-    for plan in (tmp_path / "results").glob("plan-*.json"):
+    for plan in plan_files(tmp_path / "results"):
         plan.unlink()
     result = _gate(tmp_path)
     assert not result.passed and any(line.startswith("incomplete run: no run plan") for line in result.summary)

@@ -26,7 +26,9 @@ import pytest
 
 from harness.cli import main
 from harness.report.matrix import STATES
-from harness.run.record_schema import MAX_LINE_BYTES, RECORD_OPTIONAL, RECORD_REQUIRED
+from harness.run.record_schema import MAX_LINE_BYTES, MAX_PLAN_BYTES, RECORD_OPTIONAL, RECORD_REQUIRED
+from harness.run.manifest import plan_files
+from tests.helpers import read_plan, write_plan_file
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = ROOT / ".venv" / "bin" / "dmlconform"
@@ -73,7 +75,7 @@ def _cells(reports: Path) -> Path:
 
 
 def _plan(reports: Path) -> Path:
-    return reports / "results" / "plan-main.json"
+    return reports / "results" / "plan-main.json.gz"
 
 
 def _lines(path: Path) -> list[dict]:
@@ -85,7 +87,7 @@ def _write_lines(path: Path, lines: list[dict]) -> None:
 
 
 def _run_id(reports: Path) -> str:
-    return json.loads(_plan(reports).read_text())["run_id"]
+    return read_plan(_plan(reports))["run_id"]
 
 
 def _gate(reports: Path, capsys) -> tuple[int, list[str]]:
@@ -139,8 +141,8 @@ def test_honest_run_with_two_xdist_workers_passes(tmp_path, capsys):
     code, lines = _gate(tmp_path, capsys)
     assert code == 0 and lines[-1] == "GATE: PASS", "\n".join(lines)
     results = tmp_path / "results"
-    plans = {json.loads(p.read_text())["run_id"] for p in results.glob("plan-*.json")}
-    assert len(plans) == 1 and len(list(results.glob("plan-gw*.json"))) == 2
+    plans = {read_plan(p)["run_id"] for p in plan_files(results)}
+    assert len(plans) == 1 and len(list(results.glob("plan-gw*.json.gz"))) == 2
     stamped = {line["run_id"] for pattern in ("results-*.jsonl", "cells-*.jsonl") for p in results.glob(pattern)
                for line in _lines(p)}
     assert stamped == plans == {json.loads((results / "complete.json").read_text())["run_id"]}
@@ -154,9 +156,9 @@ def test_honest_matrices_compare_clean(honest, capsys):
 # --- well formed, but not one honest finished run: GATE: FAIL, exit 1 --------------------------------
 
 def test_plan_claiming_fewer_cells(reports, capsys):
-    plan = json.loads(_plan(reports).read_text())
+    plan = read_plan(_plan(reports))
     plan["cells"] = [c for c in plan["cells"] if c["test_id"] != VALID_ID]
-    _plan(reports).write_text(json.dumps(plan))
+    write_plan_file(_plan(reports), plan)
     run_id = plan["run_id"]
     _failed(reports, capsys,
             f"foreign results: {_cells(reports)}:1 finishes a cell the plan does not have ({VALID_ID})",
@@ -183,7 +185,7 @@ def test_one_record_of_another_run_inside_a_results_file(reports, capsys):
 
 
 def test_plan_and_cells_of_another_run_mixed_in(reports, capsys):
-    plan = json.loads(_plan(reports).read_text())
+    plan = read_plan(_plan(reports))
     (reports / "results" / "plan-gw9.json").write_text(json.dumps(dict(plan, run_id=OTHER_RUN)))
     _write_lines(reports / "results" / "cells-gw9.jsonl", [dict(c, run_id=OTHER_RUN) for c in _lines(_cells(reports))[:2]])
     _failed(reports, capsys,
@@ -354,7 +356,7 @@ def test_malformed_cell_line_is_one_line(reports, capsys, raw, message):
 
 
 def _plan_with(reports: Path, change) -> bytes:
-    plan = json.loads(_plan(reports).read_text())
+    plan = read_plan(_plan(reports))
     change(plan)
     return json.dumps(plan).encode()
 
@@ -376,8 +378,20 @@ HOSTILE_PLANS = [
 
 @pytest.mark.parametrize("make, message", [h[1:] for h in HOSTILE_PLANS], ids=[h[0] for h in HOSTILE_PLANS])
 def test_malformed_plan_is_one_line(reports, capsys, make, message):
-    _plan(reports).write_bytes(make(reports))
+    _plan(reports).write_bytes(gzip.compress(make(reports), mtime=0))  # plans are written gzip-compressed
     _refused(capsys, ["gate", "--reports-dir", str(reports)], f"{_plan(reports)}:1", message)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda plan: plan[: len(plan) // 2], "cannot decompress (a damaged gzip file): Compressed file ended before the "
+                                          "end-of-stream marker was reached"),
+    (lambda plan: b'{"version": 1}', "cannot decompress (a damaged gzip file): Not a gzipped file (b'{\"')"),
+    # 65 MiB of zeros packs into 65 KB: read back no further than the limit, never inflated whole
+    (lambda plan: gzip.compress(b"0" * (MAX_PLAN_BYTES + (1 << 20)), mtime=0), f"larger than {MAX_PLAN_BYTES} bytes"),
+], ids=["cut-short", "not-gzip", "inflates-past-the-limit"])
+def test_a_damaged_or_inflating_gzip_plan_is_one_line(reports, capsys, make, message):
+    _plan(reports).write_bytes(make(_plan(reports).read_bytes()))
+    _refused(capsys, ["gate", "--reports-dir", str(reports)], str(_plan(reports)), message)
 
 
 @pytest.mark.parametrize("raw, message", [

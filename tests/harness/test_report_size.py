@@ -21,9 +21,11 @@ import pytest
 
 from harness.judge.status import is_failure
 from harness.report import html
-from harness.report.csv_results import case_name, failure_lines, results_lines, by_name, slowest, write_csv_results
+from harness.report.csv_results import (by_name, case_name, failure_lines, read_lines, results_lines, slowest,
+                                        write_csv_results)
 from harness.run.record_schema import RunFileError
 from harness.run.results import CaseRecord, ResultWriter, compress_records, read_records, record_files
+from tests.helpers import plan_file, read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = "broken-negzero=tests.plugins.broken_backend:FlushNegZeroBackend"
@@ -93,7 +95,7 @@ def _files(reports: Path) -> list[Path]:
 
 def test_the_reports_directory_stays_within_its_budget(tiny_run):
     reports, _ = tiny_run
-    plan = json.loads(next((reports / "results").glob("plan-*.json")).read_text())
+    plan = read_plan(plan_file(reports / "results"))
     cells = len(plan["cells"])
     results = _allure_results(reports)
     attached = sum(_attachment_names(r).count("result") for r in results)
@@ -316,7 +318,8 @@ def test_csv_lines_by_hand(tmp_path):
                    test_id="harness/run/conformance.py::test_valid[GATHER-FL6.4-INT32-onnxruntime]"),
     ]
     results, failures = write_csv_results(tmp_path, records)
-    assert results.read_text() == (
+    assert results.name == "results.csv.gz" and failures.name == "failures.csv"
+    assert gzip.decompress(results.read_bytes()).decode() == (
         "test_invalid[CONVOLUTION-FL6.4-rule;with;commas-numpy]::c3,rejected-invalid,0.000000\n"
         "test_valid[ELEMENT_WISE_ADD-FL6.4-FLOAT32-directml]::c1,crashed,60.000000\n"
         "test_valid[ELEMENT_WISE_ADD-FL6.4-FLOAT32-directml]::c2,mismatch,0.250000\n"
@@ -337,8 +340,9 @@ def test_csv_files_of_a_tiny_run(tiny_run):
     reports, run = tiny_run
     records = list(read_records(reports / "results"))
     chosen = by_name(records)
-    results = (reports / "results.csv").read_text().splitlines()
+    results = read_lines(reports / "results.csv.gz")
     failures = (reports / "failures.csv").read_text().splitlines()
+    assert gzip.decompress((reports / "results.csv.gz").read_bytes()).decode().splitlines() == results
     assert results == results_lines(chosen) and failures == failure_lines(chosen)
     assert len(results) == len({case_name(r) for r in records}) and results == sorted(results)
     for line in results:

@@ -23,7 +23,7 @@ from harness.run.merge import worst_first
 from harness.run.record_schema import RunFileError
 from harness.run.results import CaseRecord, read_records, worst_per_case
 from harness.run.shard import Shard, ShardError, parse_shard, partition, read_durations, weights
-from tests.helpers import directml_or_skip
+from tests.helpers import directml_or_skip, plan_file, read_plan, write_plan_file
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATORS = ["--operator", "ELEMENT_WISE_SIGN", "--operator", "ELEMENT_WISE_BIT_NOT"]
@@ -301,10 +301,10 @@ def test_numpy_shards_merged_equal_the_whole_run(numpy_runs, capsys):
     assert "GATE: PASS" in out
     merged = _statuses(base / "merged")
     assert merged == _statuses(base / "whole") and len(merged) > 100
-    plan = json.loads((base / "merged" / "results" / "plan-main.json").read_text())
+    plan = read_plan(base / "merged" / "results" / "plan-main.json.gz")
     assert [(s["index"], s["total"]) for s in plan["merged"]] == [(1, 3), (2, 3), (3, 3)]
     assert all(s["host"] and s["backends"]["numpy"].startswith("dmlconform-reference") for s in plan["merged"])
-    whole_plan = json.loads((base / "whole" / "results" / "plan-main.json").read_text())
+    whole_plan = read_plan(base / "whole" / "results" / "plan-main.json.gz")
     assert sorted(c["test_id"] for c in plan["cells"]) == sorted(c["test_id"] for c in whole_plan["cells"])
     assert main(["gate", "--reports-dir", str(base / "merged")]) == 0  # the gate reads it as any run
     assert set(json.loads((base / "merged" / "results" / "durations.json").read_text())) == set(whole)
@@ -383,10 +383,10 @@ def test_a_foreign_shard(numpy_runs, capsys, tmp_path):
 def test_a_shard_of_another_split(numpy_runs, capsys, tmp_path):
     base = numpy_runs
     shutil.copytree(base / "s3", tmp_path / "s3")
-    plan_file = next((tmp_path / "s3" / "results").glob("plan-*.json"))
-    plan = json.loads(plan_file.read_text())
+    plan_path = plan_file(tmp_path / "s3" / "results")
+    plan = read_plan(plan_path)
     plan["shard"]["total"] = 4
-    plan_file.write_text(json.dumps(plan))
+    write_plan_file(plan_path, plan)
     code, _, err = _merge(capsys, base / "s1", base / "s2", tmp_path / "s3", out=tmp_path / "out")
     assert code == 2
     assert _problem_lines(err)[0] == (f"foreign shard: {tmp_path / 's3'} (shard 3/4) is not part of the same run as the "
@@ -403,12 +403,12 @@ def test_merge_refuses_a_non_empty_output(numpy_runs, capsys, tmp_path):
 
 def test_a_malformed_shard_block_is_one_line(numpy_runs, capsys, tmp_path):
     shutil.copytree(numpy_runs / "s1", tmp_path / "s1")
-    plan_file = tmp_path / "s1" / "results" / "plan-main.json"
-    plan = json.loads(plan_file.read_text())
+    plan_path = tmp_path / "s1" / "results" / "plan-main.json.gz"
+    plan = read_plan(plan_path)
     plan["shard"]["index"] = 5
-    plan_file.write_text(json.dumps(plan))
+    write_plan_file(plan_path, plan)
     assert main(["gate", "--reports-dir", str(tmp_path / "s1")]) == 2
-    assert capsys.readouterr().err.strip() == f"dmlconform gate: {plan_file}:1: shard.index: shard 5 of 3 (shards are 1 to the total)"
+    assert capsys.readouterr().err.strip() == f"dmlconform gate: {plan_path}:1: shard.index: shard 5 of 3 (shards are 1 to the total)"
 
 
 # --- the same on DirectML ----------------------------------------------------------------------------
