@@ -5,7 +5,9 @@ strided and broadcast inputs are materialised (ONNX tensors are dense); a full-s
 QuantizeLinear scale/zero point becomes per-tensor or per-axis where it is uniform along the other
 axes, otherwise an equivalent Div/Round/Add/clamp decomposition (also used for INT32 inputs, which
 QuantizeLinear does not take); BIT_NOT on float types runs BitwiseNot on the same bits viewed as
-unsigned integers; an absent zero point is given as the zero the spec says it means. Types or ops
+unsigned integers; an absent zero point is given as the zero the spec says it means; a
+column-row-depth SPACE_TO_DEPTH1 regroups the channels of ONNX's SpaceToDepth (which writes the
+other order only) with a Reshape, a Transpose and a Reshape. Types or ops
 ONNX Runtime lacks come back `unsupported` with ONNX Runtime's own message. It does not validate
 DirectML descriptors: invalid descriptors are `unsupported`, never a pass.
 """
@@ -29,7 +31,7 @@ from harness.spec.load import load_specs
 from harness.spec.model import OperatorSpec, SpecSet
 from harness.model.validator import case_verdict
 from harness.generate.types import primary_input
-from harness.model.facts import attribute_names, scalar_union
+from harness.model.facts import attribute_names, constant_of_field
 from harness.spec.context import formula_context
 from harness.spec.shape_expr import parse_shape_expr
 
@@ -60,6 +62,9 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
     "join": ("inputs", "axis"),
     "split": ("inputs", "outputs", "axis"),
+    "tile": ("inputs", "repeats"),
+    "depth_space": ("op", "inputs", "block_size", "column_row_depth"),
+    "scan": ("op", "inputs", "axis", "exclusive", "reverse"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -219,7 +224,8 @@ class OnnxRuntimeBackend:
             "reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
             "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
             "window": self._window, "join": self._join, "split": self._split,
-            "quantize_blocks": self._quantize_blocks}
+            "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
+            "scan": self._scan}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -379,6 +385,23 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
 
+    def _scan(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX scan node (CumSum) on the `axis` field (ONNX takes it as an int64 input), its
+        `exclusive` and `reverse` attributes from the entry's shape expressions."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        axis = int(names[entry["axis"]])
+        exclusive, reverse = _flag(entry["exclusive"], names), _flag(entry["reverse"], names)
+        key = (entry["op"], in_type, tuple(x.shape), axis, exclusive, reverse)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node(entry["op"], ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+            graph = helper.make_graph([node], entry["op"], [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], list(x.shape))],
+                                      initializer=[helper.make_tensor("axis", TensorProto.INT64, [], [axis])])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
     def _top_k(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX TopK (sorted; ONNX orders equal values by ascending index too): values and int64
         indices, returned per output field (the caller casts the indices)."""
@@ -405,7 +428,7 @@ class OnnxRuntimeBackend:
         without one is unsupported: ONNX has no SYMMETRIC), the pads input is int64
         [starts..., ends...] from the two array fields, and in constant mode the scalar union
         `value` is the constant_value input, converted to the tensor's type as the reference
-        converts it (harness.model.facts.scalar_union). ONNX Runtime rejects a reflect pad that
+        converts it (harness.model.facts.constant_of_field). ONNX Runtime rejects a reflect pad that
         reaches the dimension's size (it mirrors once, the page folds periodically), so such
         a case is unsupported before it runs."""
         spec, x, in_type, names = self._family_operand(entry, d, inputs)
@@ -422,7 +445,7 @@ class OnnxRuntimeBackend:
                                        f"(dimension {axis}: size {n}, pads {before} and {after})")
         constant = None
         if mode == "constant":
-            constant = scalar_union(d.attributes.get(entry["value"], 0), self.specs.catalog.dtype(in_type).numpy)
+            constant = constant_of_field(spec, entry["value"], d.attributes.get(entry["value"], 0), self.specs.catalog.dtype(in_type).numpy)
         out_shape = [n + before + after for n, before, after in zip(x.shape, starts, ends)]
         key = ("Pad", mode, in_type, tuple(x.shape), tuple(starts), tuple(ends), None if constant is None else constant.tobytes())
 
@@ -649,6 +672,59 @@ class OnnxRuntimeBackend:
             node = helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])
             graph = helper.make_graph([node], "Slice", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
+    def _tile(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Tile, its repeats (an int64 input) from the `repeats` array field: ONNX's
+        output is the input repeated repeats[i] times along dimension i, as DirectML's is."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        repeats = [int(r) for r in names[entry["repeats"]]]
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("Tile", in_type, tuple(x.shape), tuple(repeats))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node("Tile", ["x", "repeats"], ["y"])
+            graph = helper.make_graph([node], "Tile", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)],
+                                      initializer=[helper.make_tensor("repeats", TensorProto.INT64, [len(repeats)], repeats)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
+    def _depth_space(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX SpaceToDepth or DepthToSpace (`op`) with blocksize from the `block_size` field.
+        Where the `column_row_depth` expression holds, depth is laid out (channel, block row,
+        block column): DepthToSpace's mode CRD says so, and its DCR the other layout (block row,
+        block column, channel), which is also the only layout ONNX's SpaceToDepth writes; so a
+        column-row-depth SpaceToDepth regroups the channels after the node (a Reshape of the
+        depth into {b * b, C}, a Transpose to {C, b * b} and a Reshape back: a reindexing, no
+        arithmetic)."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        op, block = entry["op"], int(names[entry["block_size"]])
+        crd = _flag(entry["column_row_depth"], names)
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = (op, in_type, tuple(x.shape), block, crd)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            attrs: dict[str, Any] = {"blocksize": block}
+            if op == "DepthToSpace":
+                attrs["mode"] = "CRD" if crd else "DCR"
+            nodes, inits = [], []
+            if op == "SpaceToDepth" and crd:
+                n, c, h, w = out_sizes[0], out_sizes[1] // (block * block), out_sizes[2], out_sizes[3]
+                nodes += [helper.make_node(op, ["x"], ["dcr"], **attrs),
+                          helper.make_node("Reshape", ["dcr", "split_depth"], ["blocks_first"]),
+                          helper.make_node("Transpose", ["blocks_first"], ["channels_first"], perm=[0, 2, 1, 3, 4]),
+                          helper.make_node("Reshape", ["channels_first", "out_shape"], ["y"])]
+                inits += [helper.make_tensor("split_depth", TensorProto.INT64, [5], [n, block * block, c, h, w]),
+                          helper.make_tensor("out_shape", TensorProto.INT64, [4], out_sizes)]
+            else:
+                nodes.append(helper.make_node(op, ["x"], ["y"], **attrs))
+            graph = helper.make_graph(nodes, op, [helper.make_tensor_value_info("x", t, list(x.shape))],
+                                      [helper.make_tensor_value_info("y", t, out_sizes)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
 

@@ -79,6 +79,17 @@ def tensor_facts(descriptor: Descriptor, catalog: Catalog | None = None) -> dict
             for name, t in descriptor.tensors.items()}
 
 
+def constant_of_field(spec: Any, field: str, value: Any, numpy_type: Any) -> np.ndarray:
+    """A constant attribute (a pad value) as the 0-d array of the tensor type it fills. A FLOAT
+    field holds a float32, whatever the case file's number (1e18 is 999999984306749440 there), and
+    that float32 is what the operator converts (toward zero to an integer type, to nearest to
+    FLOAT16, as NumPy converts); a DML_SCALAR_UNION holds the tensor's own type (scalar_union)."""
+    if spec.field(field).c_type == "FLOAT":
+        with np.errstate(all="ignore"):
+            value = np.float32(value)
+    return scalar_union(value, numpy_type)
+
+
 def scalar_union(value: Any, numpy_type: Any) -> np.ndarray:
     """A DML_SCALAR_UNION attribute (a Python number, as case files hold it) as the 0-d array of
     the tensor type it fills: one conversion for the reference and the backends that take the

@@ -120,12 +120,15 @@ SORT_FAMILY = FamilyDeclaration(
 DATA_MOVEMENT_FAMILY = FamilyDeclaration(
     "data_movement",
     params={
-        "mode": Param("choice", choices=("strided_window", "pad", "join", "split"),
+        "mode": Param("choice", choices=("strided_window", "pad", "join", "split", "tile", "space_to_depth", "depth_to_space"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
                               "elements per dimension, the elements around it from the padding rule in force; join: "
                               "the present items of a tensor array concatenated along `axis`, in order; split: the "
-                              "input cut along `axis` into the present items of an output tensor array, in order"),
+                              "input cut along `axis` into the present items of an output tensor array, in order; "
+                              "tile: `repeats` copies per dimension, output[i] = input[i mod input size]; "
+                              "space_to_depth: {N, C, H * b, W * b} -> {N, C * b * b, H, W}, each b x b spatial block "
+                              "moved into channels as `order` lays them out; depth_to_space: its inverse"),
         "items": Param("tensor_array", meaning="the tensor array field whose present items are joined, or split into",
                        modes=("join", "split")),
         "axis": Param("scalar", meaning="the UINT field naming the joined or split axis", modes=("join", "split")),
@@ -135,11 +138,21 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
                          modes=("strided_window",)),
         "start": Param("array", meaning="padding elements before the input, per dimension", modes=("pad",)),
         "constant": Param("expression", meaning="true: padding elements are `value`", modes=("pad",)),
-        "value": Param("union", meaning="the DML_SCALAR_UNION field of the constant", modes=("pad",)),
+        "value": Param("union", meaning="the field of the constant: a DML_SCALAR_UNION (the tensor's own type), or a FLOAT "
+                                            "(converted to the tensor's type)", modes=("pad",)),
         "edge": Param("expression", meaning="true: padding repeats the nearest edge element", modes=("pad",)),
         "reflection": Param("expression", meaning="true: mirrored about the edge elements, which are not repeated "
                                                   "(period 2(n - 1), folding over earlier padding)", modes=("pad",)),
         "symmetric": Param("expression", meaning="true: mirrored including the edge elements (period 2n)", modes=("pad",)),
+        "repeats": Param("array", meaning="the number of copies per dimension", modes=("tile",)),
+        "block_size": Param("scalar", meaning="the UINT field of the block's height and width",
+                            modes=("space_to_depth", "depth_to_space")),
+        "order": Param("choice", required=False, choices=("depth_column_row", "column_row_depth"), by_enum=True,
+                       modes=("space_to_depth", "depth_to_space"),
+                       meaning="how a depth channel holds (block row, block column, channel), slowest first: "
+                               "depth_column_row, depth = (row * b + column) * C + channel; column_row_depth, "
+                               "depth = channel * b * b + row * b + column; or an enum attribute field whose member, "
+                               "lower-cased, is one of them (default: depth_column_row)"),
     },
 )
 
@@ -239,10 +252,33 @@ WINDOW_FAMILY = FamilyDeclaration(
 },
 )
 
+SCAN_FAMILY = FamilyDeclaration(
+    "scan",
+    params={
+        "combine": Param("choice", choices=("sum", "multiply"),
+                         meaning="sum: a running sum; multiply: a running product"),
+        "axis": Param("scalar", meaning="the UINT field naming the axis the scan runs along"),
+        "reverse": Param("expression", required=False,
+                         meaning="true: the scan runs from the axis' last element to its first (default: first to last)"),
+        "exclusive": Param("expression", required=False,
+                           meaning="true: an output element combines the elements before it, not itself (default: "
+                                   "inclusive); the first one's group is empty: +0 for a sum, 1 for a product"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per combine, the largest |device - exact| a conforming device may show, over the bound "
+                                "variables (as the reduce family's, N per output element)"),
+    },
+    element_variables={
+        "out_of_range": "1 where the exact running value of an integer output lies outside the output type's range, else 0",
+    },
+    bound_variables=dict(REDUCE_FAMILY.bound_variables,
+                         N="the number of elements the output element combines (its position along the axis, plus one "
+                           "when inclusive; 0 for an exclusive scan's first element)"),
+)
+
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
-                                                                    MATMUL_FAMILY, WINDOW_FAMILY)}
+                                                                    MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY)}
 
 
 @dataclass(frozen=True)
@@ -346,7 +382,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     inputs = {f.name for f in fields if f.role == "input"}
     enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
     enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
-    unions = {f.name for f in fields if getattr(f, "is_scalar_union", False)}
+    # a constant's field: a DML_SCALAR_UNION, or a FLOAT that the operator converts (PADDING's PaddingValue)
+    unions = {f.name for f in fields if getattr(f, "is_scalar_union", False) or (f.role == "attribute" and f.c_type == "FLOAT")}
     tensor_arrays = {f.array_of for f in fields if getattr(f, "array_of", None)}
     mode = raw.get("mode")
     for key, param in declared.items():

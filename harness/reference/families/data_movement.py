@@ -13,6 +13,13 @@ Mode `join`: the present items of a tensor array, in order, concatenated along `
 validator has checked that their other sizes agree and the output's Sizes are their sum there).
 Mode `split`: the inverse: the input cut along `axis` into the present items of an output tensor
 array, each taking as many positions as its Sizes say there.
+Mode `tile`: `repeats` copies of the input per dimension, so output[i] = input[i mod input size]
+in each dimension. Modes `space_to_depth` and `depth_to_space` ({batch, channels, height, width}):
+the blocks of `block_size` x `block_size` spatial elements move into channels, or back; `order`
+says how a depth channel holds (block row, block column, channel): `depth_column_row` counts the
+channel fastest (depth = (block row * b + block column) * channels + channel), `column_row_depth`
+the block column fastest (depth = channel * b * b + block row * b + block column). The two are
+inverses of each other for one order.
 The formula's input variable (`x`) is bound per output element to the value copied there (an
 input element, or the padding value), which is what expectation files' `when` reads.
 """
@@ -21,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.descriptor import Descriptor
-from harness.model.facts import attribute_names, expression_scope, scalar_union
+from harness.model.facts import attribute_names, constant_of_field, expression_scope
 from harness.reference.families.result import FamilyPlugin, FamilyResult
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
@@ -71,8 +78,60 @@ def _pad(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, out_shape: l
         padding |= pad.reshape(shape)
     result = x[np.ix_(*index)].astype(out_numpy, copy=True)
     if rule == "constant":
-        result[padding] = scalar_union(descriptor.attributes.get(family.params["value"], 0), out_numpy)
+        value = family.params["value"]
+        result[padding] = constant_of_field(spec, value, descriptor.attributes.get(value, 0), out_numpy)
     return result
+
+
+def _tile(x: np.ndarray, repeats: list[int]) -> np.ndarray:
+    """`repeats[d]` copies of the input along each dimension d: output position i of a dimension
+    of input size n reads input position i mod n."""
+    index = [np.arange(n * r) % n for n, r in zip(x.shape, repeats)]
+    return x[np.ix_(*index)]
+
+
+# Where the (block row, block column) pair and the channel sit in the depth dimension, per order:
+# the depth dimension viewed as three axes, the slowest first (DML_DEPTH_SPACE_ORDER's "depth
+# version" of the layout: [Batch, (BlockHeight, BlockWidth, Channels), H, W] and [Batch,
+# (Channels, BlockHeight, BlockWidth), H, W]).
+DEPTH_ORDERS = ("depth_column_row", "column_row_depth")
+
+
+def _space_to_depth(x: np.ndarray, b: int, order: str) -> np.ndarray:
+    """{N, C, H * b, W * b} -> {N, C * b * b, H, W}: the space side viewed as {N, C, H, bh, W, bw}
+    (each spatial dimension is (position, position within the block)), its axes permuted into the
+    order's depth layout and flattened."""
+    n, c, hb, wb = x.shape
+    h, w = hb // b, wb // b
+    space = x.reshape(n, c, h, b, w, b)
+    # depth_column_row: {N, bh, bw, C, H, W}; column_row_depth: {N, C, bh, bw, H, W}
+    perm = (0, 3, 5, 1, 2, 4) if order == "depth_column_row" else (0, 1, 3, 5, 2, 4)
+    return space.transpose(perm).reshape(n, c * b * b, h, w)
+
+
+def _depth_to_space(x: np.ndarray, b: int, order: str) -> np.ndarray:
+    """{N, C * b * b, H, W} -> {N, C, H * b, W * b}: the inverse of _space_to_depth for one order
+    (the depth dimension split into the order's three axes, then interleaved into the spatial ones)."""
+    n, cbb, h, w = x.shape
+    c = cbb // (b * b)
+    if order == "depth_column_row":
+        depth = x.reshape(n, b, b, c, h, w)           # {N, bh, bw, C, H, W}
+        perm = (0, 3, 4, 1, 5, 2)                     # -> {N, C, H, bh, W, bw}
+    else:
+        depth = x.reshape(n, c, b, b, h, w)           # {N, C, bh, bw, H, W}
+        perm = (0, 1, 4, 2, 5, 3)
+    return depth.transpose(perm).reshape(n, c, h * b, w * b)
+
+
+def _depth_space(spec: OperatorSpec, names: dict, x: np.ndarray) -> np.ndarray:
+    """Mode space_to_depth or depth_to_space with the spec's block size and order (the order
+    parameter left out: depth_column_row, the layout of the operators without an Order field)."""
+    family = spec.formula.family
+    assert family is not None
+    block = int(names[family.params["block_size"]])
+    order = family.choice("order", names) if "order" in family.params else DEPTH_ORDERS[0]
+    move = _space_to_depth if family.params["mode"] == "space_to_depth" else _depth_to_space
+    return move(x, block, order)
 
 
 def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: np.ndarray) -> dict[str, np.ndarray]:
@@ -80,8 +139,11 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: n
     element or a constant): a rule that reads only attributes covers the whole output."""
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
     ctx = formula_context(spec, types, {var: result}, descriptor.attributes)
+    out_type = types.get(spec.formula.output)
     masks = {}
     for rule in spec.unspecified:
+        if out_type is not None and not rule.concerns(spec.formula.output, out_type):
+            continue  # its applies_to names other types
         hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), result.shape)
         if hit.any():
             masks[rule.id] = hit
@@ -136,6 +198,10 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         result = _pad(spec, descriptor, x, list(out_desc.sizes), out_type.numpy)
     elif family.params["mode"] == "join":
         result = _join(spec, descriptor, inputs, int(names[family.params["axis"]]))
+    elif family.params["mode"] == "tile":
+        result = _tile(x, [int(r) for r in names[family.params["repeats"]]])
+    elif family.params["mode"] in ("space_to_depth", "depth_to_space"):
+        result = _depth_space(spec, names, x)
     else:
         offsets, sizes, strides = (list(names[family.params[k]]) for k in ("offsets", "sizes", "strides"))
         result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
