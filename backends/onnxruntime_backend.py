@@ -59,12 +59,16 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "pad": ("inputs", "mode", "value", "starts", "ends", "modes"),
     "matmul": ("inputs", "transpose_a", "transpose_b", "alpha", "beta"),
     "gather": ("inputs", "axis", "index_dimensions"),
+    "gather_elements": ("inputs", "axis"),
+    "gather_nd": ("inputs", "input_dimensions", "index_dimensions"),  # and `batch_dimensions`, optional (absent: 0)
     "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
     "join": ("inputs", "axis"),
     "split": ("inputs", "outputs", "axis"),
     "tile": ("inputs", "repeats"),
     "depth_space": ("op", "inputs", "block_size", "column_row_depth"),
     "scan": ("op", "inputs", "axis", "exclusive", "reverse"),
+    "one_hot": ("inputs", "axis"),
+    "reverse_sequence": ("inputs", "axis"),
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -223,9 +227,10 @@ class OnnxRuntimeBackend:
         family_builders: dict[str, Callable[[dict, Descriptor, dict[str, np.ndarray]], np.ndarray | dict[str, np.ndarray]]] = {
             "reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
             "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
+            "gather_elements": self._gather_elements, "gather_nd": self._gather_nd,
             "window": self._window, "join": self._join, "split": self._split,
             "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
-            "scan": self._scan}
+            "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -653,6 +658,68 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x, "i": indices})[0]
 
+    def _gather_elements(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX GatherElements on the `axis` field, the indices as int64 (the output has their
+        shape, as DirectML's has their Sizes). As for Gather, ONNX Runtime fails a run whose index
+        lies outside [-size, size - 1] where DirectML's output is only open there: unsupported,
+        checked before the run."""
+        spec = self.specs.operator(d.operator)
+        source, index_name = entry["inputs"]
+        x, in_type = inputs[source], d.tensors[source].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        size = x.shape[axis]
+        indices = _int64_indices(inputs[index_name])
+        _check_in_range("GatherElements", indices, np.asarray(size, dtype=np.int64))
+        key = ("GatherElements", in_type, tuple(x.shape), tuple(indices.shape), axis)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            node = helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)
+            graph = helper.make_graph([node], "GatherElements", [helper.make_tensor_value_info("x", t, list(x.shape)),
+                                                                 helper.make_tensor_value_info("i", TensorProto.INT64, list(indices.shape))],
+                                      [helper.make_tensor_value_info("y", t, list(indices.shape))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "i": indices})[0]
+
+    def _gather_nd(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX GatherND (batch_dims from the `batch_dimensions` field, 0 without one) on the
+        input reshaped to its last `input_dimensions` sizes and the indices to their last
+        `index_dimensions` (int64; the dims before are leading 1s), then a Reshape to the output's
+        Sizes (the same elements in the same order: only leading 1s differ). A coordinate outside
+        its dimension fails ONNX Runtime's run where DirectML's output is only open there:
+        unsupported, checked before the run."""
+        spec = self.specs.operator(d.operator)
+        source, index_name = entry["inputs"]
+        x, in_type = inputs[source], d.tensors[source].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        names = attribute_names(spec, d.attributes)
+        input_dims, index_dims = int(names[entry["input_dimensions"]]), int(names[entry["index_dimensions"]])
+        batch = int(names[entry["batch_dimensions"]]) if "batch_dimensions" in entry else 0
+        data = x.reshape(x.shape[x.ndim - input_dims:])
+        raw = inputs[index_name]
+        index_shape: tuple[int, ...] = tuple(raw.shape[raw.ndim - index_dims:])
+        indices = _int64_indices(raw).reshape(index_shape)
+        tuple_size = index_shape[-1]
+        _check_in_range("GatherND", indices, np.asarray(data.shape[batch:batch + tuple_size], dtype=np.int64))
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key: tuple = ("GatherND", in_type, tuple(data.shape), index_shape, batch, tuple(out_sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            shape = helper.make_tensor("shape", TensorProto.INT64, [len(out_sizes)], out_sizes)
+            nodes = [helper.make_node("GatherND", ["x", "i"], ["g"], batch_dims=batch),
+                     helper.make_node("Reshape", ["g", "shape"], ["y"])]
+            graph = helper.make_graph(nodes, "GatherND", [helper.make_tensor_value_info("x", t, list(data.shape)),
+                                                          helper.make_tensor_value_info("i", TensorProto.INT64, list(indices.shape))],
+                                      [helper.make_tensor_value_info("y", t, out_sizes)], initializer=[shape])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": data, "i": indices})[0]
+
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a
         negative stride), step by the stride, and stop after the output's size; an end before
@@ -674,6 +741,92 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)], initializer=inits)
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
+
+    def _one_hot(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX OneHot on the `axis` field: the indices (the first input, size 1 along the axis)
+        as int64 with that axis dropped, ONNX putting the one-hot sequences back there; depth the
+        output's size along the axis; values the second input's first two elements in row-major
+        order (a Reshape to 1-D and a Slice in the graph), [off, on] as in DirectML. ONNX reads a
+        negative index from the end and one outside [-depth, depth - 1] as selecting none, as the
+        page says of an index beyond the size. ONNX Runtime 1.31's CPU kernels are registered for
+        int64 indices with an int64 depth (FLOAT32, FLOAT16, INT64 values) or a float depth (INT32
+        values); the others fail to build and come back unsupported with its message."""
+        spec = self.specs.operator(d.operator)
+        index_name, values_name = entry["inputs"]
+        values, value_type = inputs[values_name], d.tensors[values_name].data_type  # type: ignore[union-attr]
+        if value_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {value_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        raw = inputs[index_name]
+        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        # ONNX's OneHot takes indices of rank 1 or more: a 1-D output's single index keeps one
+        # dimension (its one-hot sequence then comes out {depth, 1}), and a Reshape gives the output's Sizes
+        indices = np.squeeze(wide, axis=axis) if wide.ndim > 1 else wide.reshape(1)
+        onnx_axis = axis if wide.ndim > 1 else 0
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        depth_type = "FLOAT32" if value_type == "INT32" else "INT64"  # the kernel ORT registers for these values
+        depth = np.asarray(out_sizes[axis], dtype=self.specs.catalog.dtype(depth_type).numpy)
+        key = ("OneHot", value_type, tuple(indices.shape), tuple(values.shape), axis, tuple(out_sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[value_type]
+            consts = {"flat": [-1], "first": [0], "second_end": [2]}
+            inits = [helper.make_tensor(k, TensorProto.INT64, [1], v) for k, v in consts.items()]
+            inits.append(helper.make_tensor("out_shape", TensorProto.INT64, [len(out_sizes)], out_sizes))
+            nodes = [helper.make_node("Reshape", ["v", "flat"], ["v1"]),
+                     helper.make_node("Slice", ["v1", "first", "second_end"], ["off_on"]),
+                     helper.make_node("OneHot", ["i", "depth", "off_on"], ["hot"], axis=onnx_axis),
+                     helper.make_node("Reshape", ["hot", "out_shape"], ["y"])]
+            graph = helper.make_graph(nodes, "OneHot", [helper.make_tensor_value_info("i", TensorProto.INT64, list(indices.shape)),
+                                                        helper.make_tensor_value_info("depth", _ONNX_TYPES[depth_type], []),
+                                                        helper.make_tensor_value_info("v", t, list(values.shape))],
+                                      [helper.make_tensor_value_info("y", t, out_sizes)], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"i": indices, "depth": depth, "v": values})[0]
+
+    def _reverse_sequence(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX ReverseSequence, which takes a {time, batch} (or {batch, time}) layout with one
+        length per batch entry only: the input's `axis` is moved first (Transpose) and the other
+        dims flattened into one batch dim (Reshape) in the graph, the lengths (size 1 along the
+        axis) flattened in the same order as int64, and the result reshaped and transposed back
+        (a reindexing, no arithmetic), so every DirectML layout maps. ONNX Runtime fails a run
+        whose length lies beyond the axis, where DirectML clamps it: such a case is unsupported,
+        checked before the run."""
+        spec = self.specs.operator(d.operator)
+        source, lengths_name = entry["inputs"]
+        x, in_type = inputs[source], d.tensors[source].data_type  # type: ignore[union-attr]
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
+        raw = inputs[lengths_name]
+        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        size = x.shape[axis]
+        if wide.size and (wide.min() < 0 or wide.max() > size):
+            bad = wide[(wide < 0) | (wide > size)].reshape(-1)[0]
+            raise _Unsupported(f"ONNX Runtime's ReverseSequence fails on a sequence length outside [0, {size}] (here {bad}); "
+                               "DirectML clamps it to the axis' size")
+        lengths = np.moveaxis(wide, axis, 0).reshape(-1)
+        perm = [axis] + [k for k in range(x.ndim) if k != axis]
+        moved = [x.shape[k] for k in perm]
+        back = [perm.index(k) for k in range(x.ndim)]
+        key = ("ReverseSequence", in_type, tuple(x.shape), axis)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            inits = [helper.make_tensor("time_batch", TensorProto.INT64, [2], [size, lengths.size]),
+                     helper.make_tensor("moved_shape", TensorProto.INT64, [len(moved)], moved)]
+            nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=perm),
+                     helper.make_node("Reshape", ["xt", "time_batch"], ["x2"]),
+                     helper.make_node("ReverseSequence", ["x2", "l"], ["y2"], time_axis=0, batch_axis=1),
+                     helper.make_node("Reshape", ["y2", "moved_shape"], ["yt"]),
+                     helper.make_node("Transpose", ["yt"], ["y"], perm=back)]
+            graph = helper.make_graph(nodes, "ReverseSequence", [helper.make_tensor_value_info("x", t, list(x.shape)),
+                                                                 helper.make_tensor_value_info("l", TensorProto.INT64, [lengths.size])],
+                                      [helper.make_tensor_value_info("y", t, list(x.shape))], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "l": lengths})[0]
 
     def _tile(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Tile, its repeats (an int64 input) from the `repeats` array field: ONNX's
@@ -840,6 +993,24 @@ class OnnxRuntimeBackend:
 
 class _Unsupported(Exception):
     pass
+
+
+def _int64_indices(raw: np.ndarray) -> np.ndarray:
+    """Index values as ONNX takes them (int64): a UINT64 value beyond 2^63 - 1 saturates (it lies
+    outside every dimension either way, and wrapping would make it a valid negative index)."""
+    return np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+
+
+def _check_in_range(onnx_op: str, indices: np.ndarray, sizes: np.ndarray) -> None:
+    """Unsupported where an index lies outside [-size, size - 1] of the dimension it indexes
+    (`sizes` broadcasts over the indices' last dim: one size, or one per tuple coordinate): ONNX
+    Runtime fails such a run, DirectML only leaves those elements open."""
+    bad = (indices < -sizes) | (indices >= sizes)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        size = int(np.broadcast_to(sizes, indices.shape)[tuple(where)])
+        raise _Unsupported(f"ONNX Runtime's {onnx_op} fails on an index outside [-{size}, {size - 1}] "
+                           f"(here {int(indices[tuple(where)])}); DirectML leaves the output open there but must not fail")
 
 
 def _tensor(d: Descriptor, name: str) -> TensorDesc:

@@ -45,10 +45,14 @@ _PROBE = {
                        "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
         "tensor_sizes": {"type": "object", "propertyNames": _NAME, "additionalProperties": {
             "type": "array", "maxItems": MAX_TENSOR_DIMENSIONS, "items": {"type": "integer", "minimum": 0, "maximum": 2 ** 32 - 1}}},
+        # a tensor's Strides (in elements), for a divergence only a strided layout shows; needs tensor_sizes
+        "tensor_strides": {"type": "object", "propertyNames": _NAME, "additionalProperties": {
+            "type": "array", "maxItems": MAX_TENSOR_DIMENSIONS, "items": {"type": "integer", "minimum": 0, "maximum": 2 ** 32 - 1}}},
         "attributes": {"type": "object", "propertyNames": {"type": "string", "minLength": 1},
                        "additionalProperties": {"type": ["number", "array"], "items": {"type": "number"}}},
         "rule": {"type": "string", "minLength": 1},
     },
+    "dependentRequired": {"tensor_strides": ["tensor_sizes"]},
 }
 
 _ENTRY = {

@@ -743,7 +743,8 @@ STALE = Status.STALE
 
 
 def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
-    """The expectation's probe as a case (None when it has no probe). `inputs` are decimal values;
+    """The expectation's probe as a case (None when it has no probe). `inputs` are decimal values
+    (logical elements: a tensor with `tensor_strides` is laid out strided, its gaps zero);
     `input_bits` gives a tensor's elements as raw bit patterns of its type instead, for values a
     decimal cannot name (a signaling NaN, a NaN's payload); a tensor may be in one or the other."""
     if not item.probe:
@@ -764,8 +765,10 @@ def probe_case(item: Expectation, specs: SpecSet, level: str) -> Case | None:
             values[name] = np.where((raw >= 8) & (dtype.kind == "signed"), raw - 16, raw).astype(dtype.numpy)
         else:
             values[name] = np.asarray([int(b) for b in bits], dtype=dtype.bits_numpy).view(dtype.numpy)
-    if "tensor_sizes" in item.probe:  # index-space operators: each tensor its own Sizes
-        layouts = {n: TensorDesc(t, list(item.probe["tensor_sizes"][n])) for n, t in types.items()}
+    if "tensor_sizes" in item.probe:  # index-space operators: each tensor its own Sizes (and Strides where given)
+        strides = item.probe.get("tensor_strides", {})
+        layouts = {n: TensorDesc(t, list(item.probe["tensor_sizes"][n]),
+                                 list(strides[n]) if n in strides else None) for n, t in types.items()}
         values = {k: v.reshape(item.probe["tensor_sizes"][k]) for k, v in values.items()}
     case = case_from_arrays(spec, level, types, values, origin=f"probe:{item.id}", layouts=layouts,
                             attributes=dict(item.probe.get("attributes", {})) or None)

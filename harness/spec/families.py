@@ -120,7 +120,8 @@ SORT_FAMILY = FamilyDeclaration(
 DATA_MOVEMENT_FAMILY = FamilyDeclaration(
     "data_movement",
     params={
-        "mode": Param("choice", choices=("strided_window", "pad", "join", "split", "tile", "space_to_depth", "depth_to_space"),
+        "mode": Param("choice", choices=("strided_window", "pad", "join", "split", "tile", "space_to_depth", "depth_to_space",
+                                         "one_hot", "reverse_prefix"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
                               "elements per dimension, the elements around it from the padding rule in force; join: "
@@ -128,10 +129,24 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
                               "input cut along `axis` into the present items of an output tensor array, in order; "
                               "tile: `repeats` copies per dimension, output[i] = input[i mod input size]; "
                               "space_to_depth: {N, C, H * b, W * b} -> {N, C * b * b, H, W}, each b x b spatial block "
-                              "moved into channels as `order` lays them out; depth_to_space: its inverse"),
+                              "moved into channels as `order` lays them out; depth_to_space: its inverse; "
+                              "one_hot: per sequence along `axis`, values[1] at the position `indices` names and "
+                              "values[0] elsewhere; reverse_prefix: per sequence along `axis` of the input, its first "
+                              "`lengths` elements reversed and the rest copied"),
         "items": Param("tensor_array", meaning="the tensor array field whose present items are joined, or split into",
                        modes=("join", "split")),
-        "axis": Param("scalar", meaning="the UINT field naming the joined or split axis", modes=("join", "split")),
+        "axis": Param("scalar", meaning="the UINT field naming the joined or split axis, the axis of the output's "
+                                        "one-hot sequences, or the axis reversed along",
+                      modes=("join", "split", "one_hot", "reverse_prefix")),
+        "indices": Param("input", meaning="the integer tensor of one position per sequence (size 1 along `axis`; a "
+                                          "negative value of a signed type counts from the sequence's end; a "
+                                          "position outside the sequence selects none)", modes=("one_hot",)),
+        "values": Param("input", meaning="the tensor whose first two elements in row-major order are written: the "
+                                         "first where a sequence's position is not selected, the second where it is",
+                        modes=("one_hot",)),
+        "lengths": Param("input", meaning="the unsigned integer tensor of one length per sequence (size 1 along "
+                                          "`axis`); a length beyond the axis reverses the whole sequence",
+                         modes=("reverse_prefix",)),
         "offsets": Param("array", meaning="the window's first element per dimension", modes=("strided_window",)),
         "sizes": Param("array", meaning="the window's extent per dimension", modes=("strided_window",)),
         "strides": Param("array", meaning="the step per dimension (INT: its sign picks the end the copy starts from)",
@@ -154,22 +169,52 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
                                "depth = channel * b * b + row * b + column; or an enum attribute field whose member, "
                                "lower-cased, is one of them (default: depth_column_row)"),
     },
+    # per output element, for the modes whose page states what an index or a length outside the axis
+    # selects (or leaves open): the spec's unspecified rules and expectations read the value that
+    # decided the element; the other modes do not bind them
+    element_variables={
+        "index": "one_hot: the position `indices` holds for this element's sequence, as held (a UINT64 value beyond "
+                 "2^63 - 1 reads as 2^63 - 1)",
+        "length": "reverse_prefix: the length `lengths` holds for this element's sequence, as held (a UINT64 value "
+                  "beyond 2^63 - 1 reads as 2^63 - 1)",
+        "axis_size": "one_hot and reverse_prefix: the size of the output's sequences along `axis`",
+        "on": "one_hot: 1 where the element is written with values' second element (its sequence's selected "
+              "position), 0 where with the first",
+    },
 )
 
 GATHER_FAMILY = FamilyDeclaration(
     "gather",
     params={
+        # `mode` is optional so that a spec written before the modes existed (GATHER) keeps meaning
+        # `take`; which of axis / index_dimensions a mode needs is checked by the plug-in
+        # (harness.reference.families.gather.check_mode), as `modes` can only name explicit values
+        "mode": Param("choice", required=False, choices=("take", "elements", "nd"),
+                      meaning="take (the default): input.take(indices, axis), the index sizes replacing the axis; "
+                              "elements: indices has the input's rank, output[p] = input[p with p[axis] = indices[p]]; "
+                              "nd: each index tuple (the last dim of indices) picks a sub-block of the input's "
+                              "meaningful dims, per batch where batch_dimensions is set"),
         "input": Param("input", meaning="the tensor read from"),
-        "indices": Param("input", meaning="the integer tensor of indices along `axis` (a negative value of a signed "
-                                          "type counts from the axis' end)"),
-        "axis": Param("scalar", meaning="the UINT field naming the gathered axis of `input`"),
-        "index_dimensions": Param("scalar", meaning="the UINT field counting the trailing dims of `indices` that index; "
-                                                    "its leading dims are 1"),
+        "indices": Param("input", meaning="the integer tensor of indices (a negative value of a signed type counts "
+                                          "from the end of the dimension it indexes)"),
+        "axis": Param("scalar", required=False,
+                      meaning="the UINT field naming the gathered axis of `input` (modes take and elements: required there)"),
+        "index_dimensions": Param("scalar", required=False,
+                                  meaning="the UINT field counting the trailing dims of `indices` that matter, its "
+                                          "leading dims being 1 (modes take and nd: required there); in nd they "
+                                          "include the batch dims and the tuple dim"),
+        "input_dimensions": Param("scalar", modes=("nd",),
+                                  meaning="the UINT field counting the trailing dims of `input` that matter "
+                                          "(its leading dims are 1)"),
+        "batch_dimensions": Param("scalar", required=False, modes=("nd",),
+                                  meaning="the UINT field counting the leading meaningful dims that input, indices "
+                                          "and output share as independent batches (absent: 0)"),
     },
     element_variables={
         "index": "the index value that selected this output element, as IndicesTensor holds it (a UINT64 value "
-                 "beyond 2^63 - 1 reads as 2^63 - 1)",
-        "axis_size": "the size of the gathered axis of the input",
+                 "beyond 2^63 - 1 reads as 2^63 - 1); in mode nd the first coordinate of the element's index tuple "
+                 "outside its dimension, or the tuple's first coordinate when none is",
+        "axis_size": "the size of the input dimension that `index` indexes (the gathered axis in modes take and elements)",
     },
 )
 

@@ -158,6 +158,26 @@ def test_a_probe_may_give_inputs_as_raw_bits(tmp_path):
     assert np.frombuffer(case.inputs["InputTensor"], np.uint16)[:3].tolist() == [0x7C01, 0xFE05, 0x8000]  # then alignment padding
 
 
+def test_a_probe_may_lay_a_tensor_out_strided(tmp_path):
+    """`tensor_strides`: a divergence only a strided layout shows (ONE_HOT's OnValue) gets a probe;
+    the logical elements land at their strided offsets, the gaps zero (checked by hand: Sizes
+    {1, 3} with Strides {4, 2}: elements at 0, 2 and 4 of a 5-element buffer)."""
+    from harness.judge.expectations import probe_case
+    from harness.spec.source import SpecError
+    expectations = _probe_file(tmp_path, "{types: {InputTensor: FLOAT16, OutputTensor: FLOAT16}, "
+                                         "tensor_sizes: {InputTensor: [1, 3], OutputTensor: [1, 4]}, "
+                                         "tensor_strides: {InputTensor: [4, 2]}, "
+                                         "attributes: {PaddingMode: 1, PaddingValueDataType: 2, PaddingValue: 0.0, "
+                                         "StartPadding: [0, 1], EndPadding: [0, 0]}, "
+                                         "inputs: {InputTensor: [1.0, 2.0, 3.0]}}")
+    case = probe_case(expectations.items[0], SPECS, "6.4")
+    assert case.descriptor.tensors["InputTensor"].strides == [4, 2]
+    assert np.frombuffer(case.inputs["InputTensor"], np.float16)[:5].tolist() == [1.0, 0.0, 2.0, 0.0, 3.0]
+    with pytest.raises(SpecError) as raised:  # strides without the Sizes they lay out
+        _probe_file(tmp_path, "{types: {InputTensor: FLOAT16, OutputTensor: FLOAT16}, tensor_strides: {InputTensor: [1]}}")
+    assert "tensor_sizes" in str(raised.value)
+
+
 @pytest.mark.parametrize("bits", ["{OutputTensor: [1]}", "{InputTensor: 7}", "{InputTensor: [-1]}", "{InputTensor: [1.5]}"])
 def test_input_bits_are_checked_when_the_file_is_read(tmp_path, bits):
     from harness.spec.source import SpecError

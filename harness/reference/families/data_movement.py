@@ -20,6 +20,15 @@ says how a depth channel holds (block row, block column, channel): `depth_column
 channel fastest (depth = (block row * b + block column) * channels + channel), `column_row_depth`
 the block column fastest (depth = channel * b * b + block row * b + block column). The two are
 inverses of each other for one order.
+Mode `one_hot`: per sequence along `axis` of the output, the second element of `values` (row-major)
+at the position `indices` names for it (a negative one counting from the sequence's end) and the
+first everywhere else, so a position outside the sequence selects none: the whole sequence gets
+the first value. Mode `reverse_prefix`: per sequence along `axis` of the input, its first
+`lengths` elements reversed and the others copied, a length beyond the axis read as the axis'
+size. Both read one value per sequence from a tensor of size 1 along `axis` (broadcast along
+it), and give the spec's unspecified rules and expectations that value per output element
+(`index` or `length`) with the sequences' size (`axis_size`): which values select what the page
+leaves open is the spec's to say, not the plug-in's.
 The formula's input variable (`x`) is bound per output element to the value copied there (an
 input element, or the padding value), which is what expectation files' `when` reads.
 """
@@ -33,6 +42,8 @@ from harness.reference.families.result import FamilyPlugin, FamilyResult
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
+
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 def _strided_window(x: np.ndarray, out_shape: list[int], offsets: list[int], sizes: list[int],
@@ -134,11 +145,59 @@ def _depth_space(spec: OperatorSpec, names: dict, x: np.ndarray) -> np.ndarray:
     return move(x, block, order)
 
 
-def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: np.ndarray) -> dict[str, np.ndarray]:
+def _per_sequence(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The family's per-sequence tensor `tensor` (size 1 along the axis) as int64, broadcast to
+    `shape`: an unsigned value beyond INT64's range is saturated, which keeps it beyond any axis."""
+    var = next(v for v, t in spec.formula.inputs.items() if t == tensor)  # the inputs are keyed by variable
+    raw = np.asarray(inputs[var])
+    wide = np.minimum(raw, np.uint64(_INT64_MAX)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+    return np.broadcast_to(wide.reshape(raw.shape), shape)
+
+
+def _along(axis: int, size: int, ndim: int) -> np.ndarray:
+    """The positions 0 .. size - 1 along `axis`, shaped to broadcast against an ndim-D tensor."""
+    return np.arange(size).reshape([size if d == axis else 1 for d in range(ndim)])
+
+
+def _one_hot(spec: OperatorSpec, inputs: dict[str, np.ndarray], axis: int,
+             out_shape: tuple[int, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """values[1] where the position along `axis` is the sequence's index (a negative one counted
+    from the end), values[0] elsewhere; with the per-element variables `index`, `axis_size` and `on`
+    (which of the two values the element gets: what an expectation about either reads)."""
+    family = spec.formula.family
+    assert family is not None
+    index = _per_sequence(spec, inputs, family.params["indices"], out_shape)
+    size = out_shape[axis]
+    values_var = next(v for v, t in spec.formula.inputs.items() if t == family.params["values"])
+    values = np.asarray(inputs[values_var]).reshape(-1)
+    position = _along(axis, size, len(out_shape))
+    hot = np.where(index < 0, index + size, index) == position  # outside [-size, size): no position matches
+    result = np.where(hot, values[1:2], values[0:1])  # arrays, not scalars: the bits are copied as they are
+    return result, {"index": index, "axis_size": np.full(out_shape, size, dtype=np.int64), "on": hot.astype(np.int64)}
+
+
+def _reverse_prefix(spec: OperatorSpec, x: np.ndarray, inputs: dict[str, np.ndarray],
+                    axis: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Each sequence's first min(length, size) elements along `axis` reversed, the rest copied;
+    with the per-element variables `length` (as held) and `axis_size`."""
+    family = spec.formula.family
+    assert family is not None
+    length = _per_sequence(spec, inputs, family.params["lengths"], x.shape)
+    size = x.shape[axis]
+    reversed_part = np.minimum(length, size)
+    position = _along(axis, size, x.ndim)
+    source = np.where(position < reversed_part, reversed_part - 1 - position, position)
+    result = np.take_along_axis(x, np.broadcast_to(source, x.shape), axis=axis)
+    return result, {"length": length, "axis_size": np.full(x.shape, size, dtype=np.int64)}
+
+
+def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, result: np.ndarray,
+                 element: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The spec's unspecified rules over the output's values (each output element is an input
-    element or a constant): a rule that reads only attributes covers the whole output."""
+    element or a constant), and the mode's element variables where it has them: a rule that reads
+    only attributes covers the whole output."""
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
-    ctx = formula_context(spec, types, {var: result}, descriptor.attributes)
+    ctx = formula_context(spec, types, {var: result, **(element or {})}, descriptor.attributes)
     out_type = types.get(spec.formula.output)
     masks = {}
     for rule in spec.unspecified:
@@ -188,6 +247,7 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     assert out_desc is not None
     x = inputs[var]
     out_type = spec.catalog.dtype(out_desc.data_type)
+    element: dict[str, np.ndarray] = {}  # the mode's element variables, per output element
     if family.params["mode"] == "split":  # several outputs: each item's values (the formula's variable per item)
         parts = _split(spec, descriptor, x, int(names[family.params["axis"]]))
         split_result = FamilyResult(parts)
@@ -202,6 +262,10 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         result = _tile(x, [int(r) for r in names[family.params["repeats"]]])
     elif family.params["mode"] in ("space_to_depth", "depth_to_space"):
         result = _depth_space(spec, names, x)
+    elif family.params["mode"] == "one_hot":
+        result, element = _one_hot(spec, inputs, int(names[family.params["axis"]]), tuple(out_desc.sizes))
+    elif family.params["mode"] == "reverse_prefix":
+        result, element = _reverse_prefix(spec, x, inputs, int(names[family.params["axis"]]))
     else:
         offsets, sizes, strides = (list(names[family.params[k]]) for k in ("offsets", "sizes", "strides"))
         result = _strided_window(x, list(out_desc.sizes), offsets, sizes, strides)
@@ -210,7 +274,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     # the formula's variable per output element (the input element copied there, or the padding
     # value): what failure reports show beside a difference and expectation files' `when` reads
     family_result.summaries[var] = result
-    family_result.unspecified[out_name] = _unspecified(spec, descriptor, var, result)
+    family_result.summaries.update(element)  # one_hot's index, reverse_prefix's length, and the axis' size
+    family_result.unspecified[out_name] = _unspecified(spec, descriptor, var, result, element)
     return family_result
 
 

@@ -1,18 +1,32 @@
-"""The gather family: each output element is the input element that an index selects along one
-axis, bit for bit (a data movement: D3D forbids altering moved data, so NaN payloads, signed
-zeros and fp32 denormals are copied as they are and the spec compares bitwise).
+"""The gather family: each output element is an input element that an index selects, bit for bit
+(a data movement: D3D forbids altering moved data, so NaN payloads, signed zeros and fp32
+denormals are copied as they are and the spec compares bitwise).
 
-The spec names the parameters (harness.spec.families): the `input` and `indices` tensors, the
-`axis` field and the `index_dimensions` field, the number of trailing dims of `indices` that
-index (its leading dims are 1, which the spec's shape rules require). The result before the
-output's Sizes is input.take(indices, axis): the input's sizes before the axis, the index sizes,
-the input's sizes after it; the output's Sizes (the validator has checked them) hold the same
-elements in the same order, right-aligned (only leading 1s cropped or added), so it is reshaped.
+The spec names the parameters (harness.spec.families) and picks one of three modes, each the
+shape of one DirectML desc, so that no operator is named here:
 
-A negative index counts from the axis' end. Which indices are valid is the spec's to say, not the
-plug-in's: it gives the spec's `unspecified` rules, per output element, the index that selected
-it (`index`) and the axis' size (`axis_size`) (its element variables), and reads an index outside
-[-axis_size, axis_size) as 0, so that the reference still has a value there for the rule to mark.
+- `take` (the default, GATHER): the `axis` field and the `index_dimensions` field, the number of
+  trailing dims of `indices` that index (its leading dims are 1, which the spec's shape rules
+  require). The result before the output's Sizes is input.take(indices, axis): the input's sizes
+  before the axis, the index sizes, the input's sizes after it; the output's Sizes (the validator
+  has checked them) hold the same elements in the same order, right-aligned (only leading 1s
+  cropped or added), so it is reshaped.
+- `elements` (GATHER_ELEMENTS): `indices` has the input's rank and the output's Sizes;
+  output[p] = input[p with p[axis] replaced by indices[p]] (numpy's take_along_axis).
+- `nd` (GATHER_ND, GATHER_ND1): the last `input_dimensions` dims of the input and the last
+  `index_dimensions` dims of `indices` matter (the others are leading 1s); the first
+  `batch_dimensions` of each (absent: 0) are shared batches; the last dim of `indices` is a tuple
+  of t coordinates that picks, within its batch, the sub-block input[batch, c0, ..., c(t-1), ...].
+  The result is {batch, the index dims between batch and tuple, the input's dims after the
+  tuple's}, right-aligned into the output's Sizes (leading 1s added), so it is reshaped.
+
+A negative index counts from the end of the dimension it indexes. Which indices are valid is the
+spec's to say, not the plug-in's: it gives the spec's `unspecified` rules, per output element,
+the index that selected it (`index`) and the size of the dimension it indexes (`axis_size`) (its
+element variables; in mode nd those of the tuple's first coordinate outside its dimension, so that
+GATHER's rule `(index < -axis_size) | (index >= axis_size)` reads the same in every mode), and
+reads an index outside [-axis_size, axis_size) as 0, so that the reference still has a value there
+for the rule to mark.
 """
 from __future__ import annotations
 
@@ -22,10 +36,18 @@ from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names
 from harness.reference.families.result import FamilyPlugin, FamilyResult
 from harness.spec.context import formula_context
-from harness.spec.families import DECLARATIONS
+from harness.spec.families import DECLARATIONS, FamilySpec
 from harness.spec.model import OperatorSpec
 
 _INT64_MAX = np.iinfo(np.int64).max
+
+# the scalar parameters each mode reads; the others must be absent (the declaration cannot say so:
+# `mode` is optional there so that a spec without it keeps meaning `take`)
+_MODE_PARAMS: dict[str, tuple[str, ...]] = {
+    "take": ("axis", "index_dimensions"),
+    "elements": ("axis",),
+    "nd": ("input_dimensions", "index_dimensions"),
+}
 
 
 def _variable(spec: OperatorSpec, tensor: str) -> str:
@@ -41,32 +63,113 @@ def _indices_as_int64(indices: np.ndarray) -> np.ndarray:
     return indices.astype(np.int64)
 
 
+def check_mode(family: FamilySpec) -> str:
+    """The family's mode, its scalar parameters checked: a mode reads exactly the ones
+    `_MODE_PARAMS` lists (batch_dimensions is nd's optional extra). A spec that names a parameter
+    its mode ignores would otherwise be silently misread, so it is an error, raised on the first
+    case the reference computes (the spec's worked examples, in tests/harness/test_reference_vectors.py)."""
+    mode = str(family.params.get("mode", "take"))
+    needs = _MODE_PARAMS[mode]
+    missing = [k for k in needs if k not in family.params]
+    extra = [k for k in ("axis", "index_dimensions", "input_dimensions", "batch_dimensions")
+             if k in family.params and k not in needs and not (mode == "nd" and k == "batch_dimensions")]
+    if missing or extra:
+        raise ValueError(f"gather family, mode {mode}: "
+                         + (f"needs {', '.join(missing)}" if missing else "")
+                         + ("; " if missing and extra else "")
+                         + (f"takes no {', '.join(extra)}" if extra else ""))
+    return mode
+
+
+def _normalised(index: np.ndarray, size: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    """(the position each index reads, whether it is inside [-size, size)): a negative index counts
+    from the end; one outside reads position 0 (its element is the spec's to leave open)."""
+    valid = (index >= -size) & (index < size)
+    return np.where(valid, np.where(index < 0, index + size, index), 0), valid
+
+
+def _take(x: np.ndarray, indices: np.ndarray, axis: int, index_dims: int,
+          out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mode take: (picked, reshaped to out_shape; index per output element; axis size)."""
+    axis_size = x.shape[axis]
+    index_shape = indices.shape[indices.ndim - index_dims:] if index_dims else ()
+    index = indices.reshape(index_shape)  # the leading dims are 1 (the spec's shape rule)
+    position, _ = _normalised(index, axis_size)
+    picked = np.take(x, position, axis=axis)
+    # the index per output element: the index dims sit between the input's dims before and after the axis
+    spread = index.reshape((1,) * axis + index_shape + (1,) * (x.ndim - axis - 1))
+    index_per_element = np.broadcast_to(spread, picked.shape).reshape(out_shape)
+    return np.ascontiguousarray(picked).reshape(out_shape), index_per_element, np.asarray(np.int64(axis_size))
+
+
+def _elements(x: np.ndarray, indices: np.ndarray, axis: int,
+              out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mode elements: indices has the output's Sizes and the input's on every dim but `axis` (the
+    spec's shape rules), so each output element reads the input at its own coordinates with the
+    axis coordinate replaced by its index."""
+    axis_size = x.shape[axis]
+    position, _ = _normalised(indices, axis_size)
+    picked = np.take_along_axis(x, position, axis=axis)
+    return picked.reshape(out_shape), indices.reshape(out_shape), np.asarray(np.int64(axis_size))
+
+
+def _nd(x: np.ndarray, indices: np.ndarray, input_dims: int, index_dims: int, batch_dims: int,
+        out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mode nd: the meaningful dims (the leading ones are 1 by the spec's rules: element 0 of each
+    is read), the batches flattened, each tuple's coordinates as advanced indices into its batch's
+    block. Per output element the first coordinate of its tuple outside its dimension (else the
+    first coordinate) and that dimension's size, spread over the trailing input dims it copies."""
+    xm = x[(0,) * (x.ndim - input_dims)]
+    im = indices[(0,) * (indices.ndim - index_dims)]
+    tuple_size = im.shape[-1]
+    if not (batch_dims < im.ndim and batch_dims + tuple_size <= xm.ndim):
+        raise ValueError(f"gather nd: {tuple_size}-coordinate tuples after {batch_dims} batch dims do not fit an "
+                         f"input of {xm.ndim} meaningful dims (the spec's rules should have refused this descriptor)")
+    batches = int(np.prod(im.shape[:batch_dims], dtype=np.int64))
+    block = xm.reshape((batches,) + xm.shape[batch_dims:])  # {batch, tuple dims..., trailing...}
+    coords = im.reshape(batches, -1, tuple_size)  # {batch, tuples, t}
+    sizes = np.asarray(block.shape[1:1 + tuple_size], dtype=np.int64)
+    position, valid = _normalised(coords, sizes)
+    picked = block[(np.arange(batches)[:, None],) + tuple(position[..., k] for k in range(tuple_size))]
+    first = np.argmax(~valid, axis=-1)[..., None]  # the first offending coordinate, 0 where none is
+    index = np.take_along_axis(coords, first, axis=-1)[..., 0]
+    size = sizes[first[..., 0]]
+    trailing = picked.ndim - 2
+    spread = picked.shape  # {batch, tuples, trailing...}
+
+    def per_element(values: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(values.reshape(values.shape + (1,) * trailing), spread).reshape(out_shape)
+    return np.ascontiguousarray(picked).reshape(out_shape), per_element(index), per_element(size)
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
+    mode = check_mode(family)
     names = attribute_names(spec, descriptor.attributes)
+
+    def scalar(key: str, default: int = 0) -> int:
+        return int(names[family.params[key]]) if key in family.params else default
     x = np.asarray(inputs[_variable(spec, family.params["input"])])
     indices = _indices_as_int64(np.asarray(inputs[_variable(spec, family.params["indices"])]))
-    axis, index_dims = int(names[family.params["axis"]]), int(names[family.params["index_dimensions"]])
     out_name = spec.formula.output
     out_desc = descriptor.tensors[out_name]
     assert out_desc is not None
     out_shape = tuple(out_desc.sizes)
-    axis_size = x.shape[axis]
-    index_shape = indices.shape[indices.ndim - index_dims:] if index_dims else ()
-    index = indices.reshape(index_shape)  # the leading dims are 1 (the spec's shape rule)
-    valid = (index >= -axis_size) & (index < axis_size)
-    picked = np.take(x, np.where(valid, np.where(index < 0, index + axis_size, index), 0), axis=axis)
-    result = np.ascontiguousarray(picked).reshape(out_shape).astype(spec.catalog.dtype(out_desc.data_type).numpy, copy=False)
-    # the index per output element: the index dims sit between the input's dims before and after the axis
-    spread = index.reshape((1,) * axis + index_shape + (1,) * (x.ndim - axis - 1))
-    index_per_element = np.broadcast_to(spread, picked.shape).reshape(out_shape)
+    if mode == "take":
+        picked, index_per_element, axis_size = _take(x, indices, scalar("axis"), scalar("index_dimensions"), out_shape)
+    elif mode == "elements":
+        picked, index_per_element, axis_size = _elements(x, indices, scalar("axis"), out_shape)
+    else:
+        picked, index_per_element, axis_size = _nd(x, indices, scalar("input_dimensions"), scalar("index_dimensions"),
+                                                   scalar("batch_dimensions"), out_shape)
+    result = picked.astype(spec.catalog.dtype(out_desc.data_type).numpy, copy=False)
     family_result = FamilyResult({out_name: result})
     var = _variable(spec, family.params["input"])
     family_result.summaries[var] = result  # the value copied there: what expectation files' `when` reads
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
     ctx = formula_context(spec, types, {var: result, "index": index_per_element,
-                                        "axis_size": np.int64(axis_size)}, descriptor.attributes)
+                                        "axis_size": axis_size}, descriptor.attributes)
     masks = {}
     for rule in spec.unspecified:
         if not rule.concerns(out_name, out_desc.data_type):
