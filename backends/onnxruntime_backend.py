@@ -637,7 +637,7 @@ class OnnxRuntimeBackend:
         axis, index_dims = int(names[entry["axis"]]), int(names[entry["index_dimensions"]])
         raw = inputs[index_name]
         size = x.shape[axis]
-        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        wide = _int64_indices(raw)
         if wide.size and (wide.min() < -size or wide.max() >= size):
             bad = wide[(wide < -size) | (wide >= size)].reshape(-1)[0]
             raise _Unsupported(f"ONNX Runtime's Gather fails on an index outside [-{size}, {size - 1}] (here {bad}); "
@@ -758,7 +758,7 @@ class OnnxRuntimeBackend:
             raise _Unsupported(f"ONNX has no {value_type}")
         axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
         raw = inputs[index_name]
-        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        wide = _int64_indices(raw)
         # ONNX's OneHot takes indices of rank 1 or more: a 1-D output's single index keeps one
         # dimension (its one-hot sequence then comes out {depth, 1}), and a Reshape gives the output's Sizes
         indices = np.squeeze(wide, axis=axis) if wide.ndim > 1 else wide.reshape(1)
@@ -800,7 +800,7 @@ class OnnxRuntimeBackend:
             raise _Unsupported(f"ONNX has no {in_type}")
         axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
         raw = inputs[lengths_name]
-        wide = np.minimum(raw, np.uint64(2**63 - 1)).astype(np.int64) if raw.dtype == np.uint64 else raw.astype(np.int64)
+        wide = _int64_indices(raw)
         size = x.shape[axis]
         if wide.size and (wide.min() < 0 or wide.max() > size):
             bad = wide[(wide < 0) | (wide > size)].reshape(-1)[0]
