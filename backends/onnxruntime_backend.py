@@ -333,11 +333,16 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, dict(zip(names, xs)))[0]
 
-    def _family_operand(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple[Any, np.ndarray, str, dict[str, Any]]:
-        """What every family builder starts from: the spec, its one input and that input's type
-        (unsupported where ONNX has none), and the attributes by name as shape expressions see them."""
+    def _family_operand(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray],
+                        operand: int | None = None) -> tuple[Any, np.ndarray, str, dict[str, Any]]:
+        """What every family builder starts from: the spec, its one input (or of several inputs the
+        `operand`-th, the one whose type the graph carries) and that input's type (unsupported where
+        ONNX has none), and the attributes by name as shape expressions see them."""
         spec = self.specs.operator(d.operator)
-        (name,) = entry["inputs"]
+        if operand is None:
+            (name,) = entry["inputs"]
+        else:
+            name = entry["inputs"][operand]
         x, in_type = inputs[name], d.tensors[name].data_type  # type: ignore[union-attr]
         if in_type not in _ONNX_TYPES:
             raise _Unsupported(f"ONNX has no {in_type}")
@@ -751,13 +756,9 @@ class OnnxRuntimeBackend:
         page says of an index beyond the size. ONNX Runtime 1.31's CPU kernels are registered for
         int64 indices with an int64 depth (FLOAT32, FLOAT16, INT64 values) or a float depth (INT32
         values); the others fail to build and come back unsupported with its message."""
-        spec = self.specs.operator(d.operator)
-        index_name, values_name = entry["inputs"]
-        values, value_type = inputs[values_name], d.tensors[values_name].data_type  # type: ignore[union-attr]
-        if value_type not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {value_type}")
-        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
-        raw = inputs[index_name]
+        spec, values, value_type, names = self._family_operand(entry, d, inputs, operand=1)
+        axis = int(names[entry["axis"]])
+        raw = inputs[entry["inputs"][0]]
         wide = _int64_indices(raw)
         # ONNX's OneHot takes indices of rank 1 or more: a 1-D output's single index keeps one
         # dimension (its one-hot sequence then comes out {depth, 1}), and a Reshape gives the output's Sizes
@@ -793,13 +794,9 @@ class OnnxRuntimeBackend:
         (a reindexing, no arithmetic), so every DirectML layout maps. ONNX Runtime fails a run
         whose length lies beyond the axis, where DirectML clamps it: such a case is unsupported,
         checked before the run."""
-        spec = self.specs.operator(d.operator)
-        source, lengths_name = entry["inputs"]
-        x, in_type = inputs[source], d.tensors[source].data_type  # type: ignore[union-attr]
-        if in_type not in _ONNX_TYPES:
-            raise _Unsupported(f"ONNX has no {in_type}")
-        axis = int(attribute_names(spec, d.attributes)[entry["axis"]])
-        raw = inputs[lengths_name]
+        spec, x, in_type, names = self._family_operand(entry, d, inputs, operand=0)
+        axis = int(names[entry["axis"]])
+        raw = inputs[entry["inputs"][1]]
         wide = _int64_indices(raw)
         size = x.shape[axis]
         if wide.size and (wide.min() < 0 or wide.max() > size):

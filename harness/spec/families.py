@@ -186,7 +186,7 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
 GATHER_FAMILY = FamilyDeclaration(
     "gather",
     params={
-        # `mode` is optional so that a spec written before the modes existed (GATHER) keeps meaning
+        # `mode` is optional so that a spec written before the modes existed keeps meaning
         # `take`; which of axis / index_dimensions a mode needs is checked by the plug-in
         # (harness.reference.families.gather.check_mode), as `modes` can only name explicit values
         "mode": Param("choice", required=False, choices=("take", "elements", "nd"),
@@ -427,7 +427,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     inputs = {f.name for f in fields if f.role == "input"}
     enums = {f.name: f.enum for f in fields if getattr(f, "enum", None)}
     enum_choices: dict[str, tuple[str, dict[int, str]]] = {}
-    # a constant's field: a DML_SCALAR_UNION, or a FLOAT that the operator converts (PADDING's PaddingValue)
+    # a constant's field: a DML_SCALAR_UNION, or a FLOAT that the operator converts
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False) or (f.role == "attribute" and f.c_type == "FLOAT")}
     tensor_arrays = {f.array_of for f in fields if getattr(f, "array_of", None)}
     mode = raw.get("mode")

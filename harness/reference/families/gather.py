@@ -5,15 +5,15 @@ denormals are copied as they are and the spec compares bitwise).
 The spec names the parameters (harness.spec.families) and picks one of three modes, each the
 shape of one DirectML desc, so that no operator is named here:
 
-- `take` (the default, GATHER): the `axis` field and the `index_dimensions` field, the number of
+- `take` (the default): the `axis` field and the `index_dimensions` field, the number of
   trailing dims of `indices` that index (its leading dims are 1, which the spec's shape rules
   require). The result before the output's Sizes is input.take(indices, axis): the input's sizes
   before the axis, the index sizes, the input's sizes after it; the output's Sizes (the validator
   has checked them) hold the same elements in the same order, right-aligned (only leading 1s
   cropped or added), so it is reshaped.
-- `elements` (GATHER_ELEMENTS): `indices` has the input's rank and the output's Sizes;
+- `elements`: `indices` has the input's rank and the output's Sizes;
   output[p] = input[p with p[axis] replaced by indices[p]] (numpy's take_along_axis).
-- `nd` (GATHER_ND, GATHER_ND1): the last `input_dimensions` dims of the input and the last
+- `nd`: the last `input_dimensions` dims of the input and the last
   `index_dimensions` dims of `indices` matter (the others are leading 1s); the first
   `batch_dimensions` of each (absent: 0) are shared batches; the last dim of `indices` is a tuple
   of t coordinates that picks, within its batch, the sub-block input[batch, c0, ..., c(t-1), ...].
@@ -24,7 +24,7 @@ A negative index counts from the end of the dimension it indexes. Which indices 
 spec's to say, not the plug-in's: it gives the spec's `unspecified` rules, per output element,
 the index that selected it (`index`) and the size of the dimension it indexes (`axis_size`) (its
 element variables; in mode nd those of the tuple's first coordinate outside its dimension, so that
-GATHER's rule `(index < -axis_size) | (index >= axis_size)` reads the same in every mode), and
+one rule `(index < -axis_size) | (index >= axis_size)` reads the same in every mode), and
 reads an index outside [-axis_size, axis_size) as 0, so that the reference still has a value there
 for the rule to mark.
 """

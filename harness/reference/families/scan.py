@@ -7,8 +7,8 @@ each line along the axis becomes a square of groups, group k holding the line's 
 k) elements and the combine's identity elsewhere (-0 for a sum, which leaves every sum's sign as
 it is, 1 for a product), and the reduce family's exact combine, bound variables and legal device
 (harness.reference.families.reduce) run over those groups. Only `N`, the number of elements a
-group really holds, is the scan's own: the spec's bounds (the same formulas as REDUCE's sum and
-multiply) grow with the position along the axis. An empty group (the first element of an
+group really holds, is the scan's own: the spec's bounds (the same formulas as the reduce family's sum
+and multiply bounds) grow with the position along the axis. An empty group (the first element of an
 exclusive scan) is the identity: +0 or 1.
 
 Integers are exact (Python integers) and written wrapped to the output type; `out_of_range` (an
