@@ -187,6 +187,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from harness.run.options import DIRECTML_TIMEOUT, directml_timeout_problem
     timeout = DIRECTML_TIMEOUT if args.directml_timeout is None else args.directml_timeout
     problem = directml_timeout_problem(timeout)
+    if problem is None and args.directml_gpus is not None:
+        from harness.run.options import directml_gpus_problem
+        problem = directml_gpus_problem(args.directml_gpus)
     if problem:
         print(f"dmlconform replay: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -196,7 +199,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if name.partition("@")[0] == "directml":
             options.update(dll=args.directml_dll, adapter=args.directml_adapter, warp=args.directml_warp,
                            debug_layer=args.directml_debug_layer, exec_flags=args.directml_exec_flags,
-                           vulkan=args.directml_vulkan, stack=args.directml_stack, timeout=timeout)
+                           vulkan=args.directml_vulkan, stack=args.directml_stack, timeout=timeout,
+                           gpus=args.directml_gpus)
         try:
             backend = load_backend(name, **options)
         except ValueError as exc:
@@ -236,6 +240,11 @@ def _check_run_arguments(args: argparse.Namespace) -> str | None:
     if args.directml_timeout is not None:
         from harness.run.options import directml_timeout_problem
         problem = directml_timeout_problem(args.directml_timeout)
+        if problem:
+            return problem
+    if args.directml_gpus is not None:
+        from harness.run.options import directml_gpus_problem
+        problem = directml_gpus_problem(args.directml_gpus)
         if problem:
             return problem
     specs_dir = Path(args.specs_dir)
@@ -327,6 +336,8 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     pytest_args.append(f"--report-detail={args.report_detail}")
     if args.directml_timeout is not None:
         pytest_args.append(f"--directml-timeout={args.directml_timeout}")
+    if args.directml_gpus is not None:
+        pytest_args.append(f"--directml-gpus={args.directml_gpus}")
     if args.shard is not None:  # resolved here (auto: from the CI variables), so every worker gets the same
         import os
         from harness.run.shard import parse_shard
@@ -559,6 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     replay.add_argument("--directml-vulkan", default=None, help="auto (default), lavapipe, or a Vulkan ICD json path")
     replay.add_argument("--directml-stack", default=None, help="an unpacked portable DirectML stack")
+    replay.add_argument("--directml-gpus", default=None, help="the Vulkan device number the case ran on (as in the run)")
     replay.add_argument("--directml-timeout", type=float, default=None,
                         help="seconds the case may take on DirectML before its runner is stopped (default 60, as in a run)")
     replay.set_defaults(func=cmd_replay)
@@ -574,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
     run.add_argument("--directml-timeout", type=float, default=None,
                      help="seconds one DirectML case may take before its runner is stopped and restarted (default 60)")
+    run.add_argument("--directml-gpus", default=None,
+                     help="on a host with several GPUs: all (pytest-xdist worker K uses GPU K mod n) or Vulkan device "
+                          "numbers, e.g. 1 (default: the drivers' first; docs/sharding.md)")
     run.add_argument("--reports-dir", default="reports", help="where the run writes (default: ./reports)")
     run.add_argument("--report-detail", choices=REPORT_DETAILS, default="failures",
                      help="Allure attachments and report: failures (default: failures and divergences only) or full "

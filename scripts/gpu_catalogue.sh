@@ -3,12 +3,12 @@
 # 16 cores), set up as scripts/gpu_run.sh describes: directml + numpy at the device's own level,
 # timed, then the gate; the results, matrix and CSV files packed into OUT/catalogue.tgz.
 #   OUT=DIR  JOBS=16  TIMEOUT=10 (seconds a DirectML case may take)  ARGS="..." (more run options)
-#   GUARD=SECONDS (optional): interrupt the run then (SIGINT, as Ctrl-C: the reports are still written,
+#   REPORTS=DIR (default /tmp/catalogue)  GUARD=SECONDS (optional): interrupt the run then (SIGINT, as Ctrl-C: the reports are still written,
 #   and an interrupted run fails the gate), so that a slow run still leaves its figures
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/catalogue-out}; JOBS=${JOBS:-16}; TIMEOUT=${TIMEOUT:-10}; S=${RUN:-scripts/gpu_run.sh}
-R=/tmp/catalogue; mkdir -p "$OUT"; rm -rf "$R"; export PYTHONUNBUFFERED=1
+R=${REPORTS:-/tmp/catalogue}; mkdir -p "$OUT"; rm -rf "$R"; export PYTHONUNBUFFERED=1
 $S python -m backends.directml.check --directml-vulkan auto 2>&1 | tail -1
 start=$(date +%s.%N)
 # shellcheck disable=SC2086

@@ -22,8 +22,9 @@ if ! grep -q 'ID=debian' /etc/os-release 2>/dev/null || ! grep -q 'VERSION_ID="1
 fi
 
 # 1. Debian packages: Wine, Xvfb, the mingw-w64 cross compiler, the Vulkan loader, and glvnd (carried by the
-#    portable stack for GPU drivers whose Vulkan ICD is a glvnd vendor library, as NVIDIA's is).
-PKGS="wine wine64 libwine xvfb xauth libvulkan1 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev libegl1 libgles2 libopengl0 libglx0"
+#    portable stack for GPU drivers whose Vulkan ICD is a glvnd vendor library, as NVIDIA's is); gcc and the
+#    Vulkan headers for the device-pick layer (--directml-gpus).
+PKGS="wine wine64 libwine xvfb xauth libvulkan1 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev libegl1 libgles2 libopengl0 libglx0 gcc libc6-dev libvulkan-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -77,6 +78,16 @@ if [ ! -f "$EXE" ] || [ "$SRC" -nt "$EXE" ]; then
   x86_64-w64-mingw32-gcc -O2 -Wall -Wno-unused-function -o "$EXE" "$SRC" -ld3d12 -ldxgi -ldxguid -luuid \
     || fail "the runner did not compile"
 fi
+
+# 4b. The device-pick Vulkan layer (backends/directml/gpus.py: one GPU per runner on a host with several).
+LAYER="$D/vk_device_pick"
+if [ ! -f "$LAYER/libdmlconform_vk_device_pick.so" ] || [ "$ROOT/backends/directml/vk_device_pick.c" -nt "$LAYER/libdmlconform_vk_device_pick.so" ]; then
+  log "building the device-pick Vulkan layer"
+  mkdir -p "$LAYER"
+  gcc -shared -fPIC -O2 -Wall -fvisibility=hidden -o "$LAYER/libdmlconform_vk_device_pick.so" "$ROOT/backends/directml/vk_device_pick.c" \
+    || fail "the device-pick layer did not compile"
+fi
+cp "$ROOT/backends/directml/VkLayer_DMLCONFORM_device_pick.json" "$LAYER/"
 
 # 5. The Wine prefix (first start takes ~20 s), then one tiny case through the whole stack.
 export WINEPREFIX="$D/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="winedbg.exe=d" HOME="$D/home"

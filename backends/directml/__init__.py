@@ -9,6 +9,7 @@ fails that case as `crashed` with the runner's last words, and the next case sta
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -80,8 +81,14 @@ class DirectMLBackend:
     def __init__(self, specs: SpecSet | None = None, dll: str | None = None, adapter: int = 0, warp: bool = False,
                  debug_layer: bool = False, exec_flags: int | str = 0, timeout: float = DIRECTML_TIMEOUT,
                  vulkan: str | None = None, stack: str | Path | None = None, cache_max: int | None = None,
-                 **_: Any) -> None:
+                 gpus: str | None = None, **_: Any) -> None:
         self.specs = specs or load_specs()
+        # --directml-gpus: this worker's Vulkan device (gpus.py); None: whatever the drivers list first
+        self.vk_device: int | None = None
+        if gpus:
+            from backends.directml.gpus import count_gpus, gpu_for_worker, parse_gpus
+            self.vk_device = gpu_for_worker(parse_gpus(gpus, count_gpus() if gpus.strip() == "all" else 0),
+                                            os.environ.get("PYTEST_XDIST_WORKER"))
         self.vulkan_choice = vulkan  # None: auto
         self.stack_arg = str(stack) if stack else None  # None: DMLCONFORM_DIRECTML_STACK or .cache/directml
         self.stack = Stack(Path(stack).resolve() if stack else default_stack_dir())
@@ -120,6 +127,7 @@ class DirectMLBackend:
                               stack=self.stack, vulkan=self.vulkan())
         if self.cache_max is not None:
             config.cache_max = self.cache_max
+        config.vk_device = self.vk_device
         return config
 
     def available(self) -> tuple[bool, str]:
@@ -197,6 +205,8 @@ class DirectMLBackend:
             args += ["--directml-vulkan", str(self._vulkan.icd)]
         if self.stack_arg:
             args += ["--directml-stack", self.stack_arg]
+        if self.vk_device is not None:
+            args += ["--directml-gpus", str(self.vk_device)]
         if self.timeout != DIRECTML_TIMEOUT:  # a case that hung under a short limit replays under it
             args += ["--directml-timeout", f"{self.timeout:g}"]
         return args
@@ -212,6 +222,8 @@ class DirectMLBackend:
         info = self.info()
         vulkan = self.vulkan()
         through = f" (Vulkan: {vulkan.kind}, {vulkan.icd})" if vulkan is not None else ""
+        if self.vk_device is not None:
+            through += f" [Vulkan device {self.vk_device}]"
         from backends.directml.dlls import dll_file_version
         assert self._dll is not None  # info() started the runner, whose config resolved the DLL
         return (f"DirectML {dll_file_version(self._dll)} ({self._dll}) on {info.get('adapter')}{through}, "

@@ -317,6 +317,8 @@ def build_tree(stack: Stack, out: Path, work: Path, with_llvm: bool = False) -> 
     links = write_prefix(stack.prefix, out / "wineprefix", staged, {p.name.lower(): p for p in (share / "nls").iterdir()})
     _copy(stack.runner, out / "dmlrunner.exe")
     shutil.copytree(stack.dll_dir, out / "dll")
+    if stack.device_pick_layer.is_dir():  # --directml-gpus (a stack set up before the layer existed has none)
+        shutil.copytree(stack.device_pick_layer, out / stack.device_pick_layer.name)
     (out / "fonts.conf").write_text(FONTS_CONF)
     (out / "home/.cache").mkdir(parents=True)
 

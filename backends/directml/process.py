@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .gpus import GpuChoiceError, pinned_environment
 from .lifetime import die_with_parent
 from .session import WineSession
 from .stack import Stack, default_stack_dir
@@ -60,6 +61,7 @@ class RunnerConfig:
     # see why a device does not start); a pack traces module loads with +loaddll
     wine_debug: str = field(default_factory=lambda: os.environ.get("DMLCONFORM_WINEDEBUG") or "-all")
     stderr_log: Path | None = None  # also append the runner's and Wine's stderr here
+    vk_device: int | None = None  # the one Vulkan device the runner sees (gpus.py); None: the drivers' first
     # compiled operators the runner keeps (None: its default, 512); DMLCONFORM_RUNNER_CACHE_MAX makes
     # it small to exercise eviction (a diagnostic: every descriptor is then compiled more often)
     cache_max: int | None = field(default_factory=lambda: int(os.environ["DMLCONFORM_RUNNER_CACHE_MAX"])
@@ -122,6 +124,11 @@ class RunnerProcess:
             env = None if sys.platform == "win32" else self._wine_session()
         except (OSError, RuntimeError) as exc:
             raise RunnerDied(f"the Wine session did not start: {exc}") from None
+        if self.config.vk_device is not None and env is not None:
+            try:
+                env = {**env, **pinned_environment(self.config.vk_device, self._stack().device_pick_layer, env)}
+            except GpuChoiceError as exc:
+                raise RunnerDied(str(exc)) from None
         new_session, creationflags = True, 0  # the runner in its own process group (0: the default, POSIX's only value)
         if sys.platform == "win32":
             new_session, creationflags = False, subprocess.CREATE_NEW_PROCESS_GROUP

@@ -271,8 +271,65 @@ typedef struct {
     int present[MAXT], is_output[MAXT], bufidx[MAXT], alias[MAXT];
 } run_tensors;
 
-/* The resources of one execution: a default-heap buffer per tensor, upload and readback copies. */
-typedef struct { ID3D12Resource *res[MAXT], *up[MAXT], *rb[MAXT], *tmp; void *bt; } run_resources;
+/* The resources of one execution: a default-heap buffer per tensor (its own, so that an invalid case
+   DirectML accepts cannot write into a neighbour's), and where each output's readback copy lands in
+   the readback arena. */
+typedef struct { ID3D12Resource *res[MAXT], *rbuf[MAXT]; UINT64 roff[MAXT]; void *bt; } run_resources;
+
+/* ---------------- arenas: upload and readback copies, and one scratch buffer ----------------
+ * Creating a committed resource is a driver allocation (vkd3d: vkAllocateMemory); on an NVIDIA H200
+ * with 16 runners the upload stage, three such allocations per tensor, was the largest part of a
+ * catalogue's DirectML time. So a request's input copies are suballocated from one persistently
+ * mapped upload buffer and its output copies from one readback buffer, both kept between requests
+ * and grown (doubled) when a request needs more; the operators' temporary resources share one
+ * scratch buffer (dispatches are separated by UAV barriers). Every submit of a request completes
+ * before the request ends, so the arenas start empty at each request and what a request outgrew is
+ * released at its end (`retired`). */
+typedef struct { ID3D12Resource *buf; unsigned char *map; UINT64 cap, used; D3D12_HEAP_TYPE type; } arena;
+static arena up_arena = { NULL, NULL, 0, 0, D3D12_HEAP_TYPE_UPLOAD }, rb_arena = { NULL, NULL, 0, 0, D3D12_HEAP_TYPE_READBACK };
+static ID3D12Resource *scratch; static UINT64 scratch_cap;
+#define RETIRED_MAX 256
+static ID3D12Resource *retired[RETIRED_MAX]; static int retired_n;
+static void retire(ID3D12Resource *r) {
+    if (!r) return;
+    if (retired_n < RETIRED_MAX) retired[retired_n++] = r;
+    else ID3D12Resource_Release(r); /* cannot happen: a request grows each arena at most ~40 times */
+}
+static void release_retired(void) { while (retired_n) { ID3D12Resource *r = retired[--retired_n]; ID3D12Resource_Release(r); } }
+/* n bytes at a 256-byte aligned offset of the arena; 0 when no buffer can be made. */
+static int arena_alloc(arena *a, UINT64 n, ID3D12Resource **res, UINT64 *off) {
+    UINT64 at = (a->used + 255) & ~255ull;
+    if (!a->buf || at + n > a->cap) {
+        UINT64 cap = a->cap ? a->cap * 2 : (1ull << 20); D3D12_RANGE none = { 0, 0 }; void *p = NULL;
+        while (cap < n) cap *= 2;
+        if (cap > (1ull << 32)) return 0;
+        if (a->buf && a->map) ID3D12Resource_Unmap(a->buf, 0, NULL);
+        retire(a->buf); a->buf = NULL; a->map = NULL; a->cap = 0;
+        a->buf = make_buffer(a->type, cap, D3D12_RESOURCE_FLAG_NONE,
+                             a->type == D3D12_HEAP_TYPE_UPLOAD ? D3D12_RESOURCE_STATE_GENERIC_READ : D3D12_RESOURCE_STATE_COPY_DEST);
+        if (!a->buf) return 0;
+        if (a->type == D3D12_HEAP_TYPE_UPLOAD) { /* written by the CPU only: mapped for good */
+            if (FAILED(ID3D12Resource_Map(a->buf, 0, &none, &p))) { retire(a->buf); a->buf = NULL; return 0; }
+            a->map = p;
+        }
+        a->cap = cap; at = 0;
+    }
+    *res = a->buf; *off = at; a->used = at + n;
+    return 1;
+}
+/* The shared scratch buffer, at least n bytes (NULL when it cannot be made). */
+static ID3D12Resource *scratch_for(UINT64 n) {
+    if (n <= scratch_cap && scratch) return scratch;
+    retire(scratch); scratch = make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    scratch_cap = scratch ? n : 0;
+    return scratch;
+}
+static void arenas_start_request(void) { up_arena.used = 0; rb_arena.used = 0; }
+
+/* Initialisers recorded into a batch's command list (not yet executed), released after its submit. */
+#define PENDING_MAX CACHE_MAX
+static void *pending_init[PENDING_MAX], *pending_bt[PENDING_MAX]; static int pending_n;
+static void release_pending(void) { while (pending_n) { pending_n--; COM_RELEASE(pending_init[pending_n]); COM_RELEASE(pending_bt[pending_n]); } }
 
 /* One case of a request: its tensors, compiled operator, resources, timings and, when it did not
    run, the JSON of its answer. */
@@ -439,8 +496,13 @@ static void item_fail_text(run_item *it, const char *status, const char *stage, 
 
 /* Create, compile and initialise the case's operator, or find it compiled in the cache. On failure
    the item holds its answer (rejected, error) and `removed` says whether the device went away.
-   Initialisation submits the command list: call this before anything of the batch is recorded. */
-static void compile_item(run_item *it, const unsigned char *opdesc, int index, int count) {
+   `deferred` (a batch of several cases): the initialiser is recorded into the command list, ahead of
+   every dispatch of the batch and separated from them by a UAV barrier, and runs in the batch's one
+   submit (a fence per new descriptor was most of the initialize stage on a GPU shared by 16
+   runners); a hang there is then reported at execute. Otherwise (one case: the hang census) it is
+   submitted at once, so that a hang is reported at initialize. Call this before anything of the
+   batch but other initialisers is recorded. */
+static void compile_item(run_item *it, const unsigned char *opdesc, int index, int count, int deferred) {
     jnode *req = it->req; const char *key = jstr(req, "key"); cached_op *c = *key ? cache_find(key) : NULL;
     void *op = NULL, *compiled = NULL, *init = NULL, *bt = NULL; ID3D12Resource *tmp = NULL;
     DML_BINDING_PROPERTIES ep, ip; DML_OPERATOR_DESC od; HRESULT hr; double t0;
@@ -470,16 +532,26 @@ static void compile_item(run_item *it, const unsigned char *opdesc, int index, i
     c->persistent_size = ep.PersistentResourceSize;
     if (ep.PersistentResourceSize)
         c->persistent = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.PersistentResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
-    if (ip.TemporaryResourceSize)
-        tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ip.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    if (!heap_room(ip.RequiredDescriptorCount) && pending_n) { /* the heap is full of this batch's initialisers: run them */
+        hr = submit(); release_pending();
+        if (FAILED(hr)) { COM_RELEASE(init); item_fail(it, "device_removed", "initialize", hr); it->removed = 1; return; }
+    }
+    if (ip.TemporaryResourceSize) tmp = scratch_for(ip.TemporaryResourceSize);
     hr = make_binding_table(init, ip.RequiredDescriptorCount, &bt);
-    if (FAILED(hr)) { COM_RELEASE(init); if (tmp) ID3D12Resource_Release(tmp); item_fail(it, "error", "CreateBindingTable", hr); return; }
+    if (FAILED(hr)) { COM_RELEASE(init); item_fail(it, "error", "CreateBindingTable", hr); return; }
     ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
     if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ip.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(bt)[10])(bt, &d); }
     if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_n)VT(bt)[9])(bt, 1, &d); }
     ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, init, bt);
+    if (deferred && pending_n < PENDING_MAX) {
+        uav_barrier(); /* the persistent resource is written before any dispatch reads it */
+        pending_init[pending_n] = init; pending_bt[pending_n] = bt; pending_n++;
+        it->secs[T_INIT] = now_s() - t0;
+        it->c = c;
+        return;
+    }
     hr = submit();
-    COM_RELEASE(init); COM_RELEASE(bt); if (tmp) ID3D12Resource_Release(tmp);
+    COM_RELEASE(init); COM_RELEASE(bt);
     it->secs[T_INIT] = now_s() - t0;
     if (FAILED(hr)) { item_fail(it, "device_removed", "initialize", hr); it->removed = 1; return; }
     it->c = c;
@@ -495,7 +567,7 @@ static void reset_command_list(void) {
 static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_resources *r) {
     int i;
     for (i = 0; i < t->nt; i++) {
-        UINT64 n; void *p; D3D12_RANGE r0 = { 0, 0 }; blob *src;
+        UINT64 n, off; unsigned char *p; ID3D12Resource *up; blob *src;
         if (!t->present[i] || (t->is_output[i] && t->alias[i] >= 0)) continue;
         n = padded_bytes(t, i);
         if (n > (1ull << 31)) return 0;
@@ -503,12 +575,10 @@ static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_re
         if (!r->res[i]) return 0;
         if (t->is_output[i]) continue;
         src = (t->bufidx[i] >= 0 && t->bufidx[i] < ninbufs) ? &inbufs[t->bufidx[i]] : NULL;
-        r->up[i] = make_buffer(D3D12_HEAP_TYPE_UPLOAD, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_GENERIC_READ);
-        if (!r->up[i]) return 0;
-        ID3D12Resource_Map(r->up[i], 0, &r0, &p); memset(p, 0, n);
+        if (!arena_alloc(&up_arena, n, &up, &off)) return 0;
+        p = up_arena.map + off; memset(p, 0, n);
         if (src) memcpy(p, src->data, src->len < n ? src->len : n);
-        ID3D12Resource_Unmap(r->up[i], 0, NULL);
-        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->res[i], 0, r->up[i], 0, n);
+        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->res[i], 0, up, off, n);
         barrier(r->res[i], D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     }
     return 1;
@@ -518,7 +588,7 @@ static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_re
    copies into readback buffers; the caller submits (once for the whole batch). */
 static HRESULT record_dispatch(jnode *req, const run_tensors *t, cached_op *c, run_resources *r) {
     DML_BUFFER_BINDING bb[MAXT]; DML_BINDING_DESC in_b[MAXT], out_b[MAXT]; int nin = 0, nout = 0, i;
-    DML_BINDING_PROPERTIES ep; HRESULT hr; void *compiled = c->compiled;
+    DML_BINDING_PROPERTIES ep; HRESULT hr; void *compiled = c->compiled; ID3D12Resource *tmp = NULL;
     ((fn_props)VT(compiled)[8])(compiled, &ep);
     for (i = 0; i < t->nt; i++) {
         DML_BINDING_DESC *d = t->is_output[i] ? &out_b[nout++] : &in_b[nin++];
@@ -528,13 +598,13 @@ static HRESULT record_dispatch(jnode *req, const run_tensors *t, cached_op *c, r
         d->Type = DML_BINDING_TYPE_BUFFER; d->Desc = &bb[i];
     }
     if ((int)jnum(req, "drop_binding", 0)) nin = nin > 0 ? nin - 1 : 0; /* test hook: a wrong binding count removes the device */
-    if (ep.TemporaryResourceSize) r->tmp = make_buffer(D3D12_HEAP_TYPE_DEFAULT, ep.TemporaryResourceSize, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+    if (ep.TemporaryResourceSize) { tmp = scratch_for(ep.TemporaryResourceSize); if (!tmp) return E_OUTOFMEMORY; }
     hr = make_binding_table(compiled, ep.RequiredDescriptorCount, &r->bt);
     if (FAILED(hr)) return hr;
     ID3D12GraphicsCommandList_SetDescriptorHeaps(cl, 1, &heap);
     ((fn_bind_n)VT(r->bt)[8])(r->bt, nin, in_b);
     ((fn_bind_n)VT(r->bt)[9])(r->bt, nout, out_b);
-    if (r->tmp) { DML_BUFFER_BINDING b = { r->tmp, 0, ep.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(r->bt)[10])(r->bt, &d); }
+    if (tmp) { DML_BUFFER_BINDING b = { tmp, 0, ep.TemporaryResourceSize }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(r->bt)[10])(r->bt, &d); }
     if (c->persistent) { DML_BUFFER_BINDING b = { c->persistent, 0, c->persistent_size }; DML_BINDING_DESC d = { DML_BINDING_TYPE_BUFFER, &b }; ((fn_bind_1)VT(r->bt)[11])(r->bt, &d); }
     ((fn_record)VT(recorder)[8])(recorder, (ID3D12CommandList *)cl, compiled, r->bt);
     uav_barrier();
@@ -542,9 +612,9 @@ static HRESULT record_dispatch(jnode *req, const run_tensors *t, cached_op *c, r
         ID3D12Resource *res; UINT64 n;
         if (!t->present[i] || !t->is_output[i]) continue;
         res = t->alias[i] >= 0 ? r->res[t->alias[i]] : r->res[i]; n = padded_bytes(t, i);
-        r->rb[i] = make_buffer(D3D12_HEAP_TYPE_READBACK, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_COPY_DEST);
+        if (!arena_alloc(&rb_arena, n, &r->rbuf[i], &r->roff[i])) return E_OUTOFMEMORY;
         barrier(res, D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_SOURCE);
-        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->rb[i], 0, res, 0, n);
+        ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->rbuf[i], r->roff[i], res, 0, n);
         barrier(res, D3D12_RESOURCE_STATE_COPY_SOURCE, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     }
     return S_OK;
@@ -555,10 +625,11 @@ static int read_outputs(const run_tensors *t, run_resources *r, blob *outs) {
     int nouts = 0, i;
     for (i = 0; i < t->nt; i++) {
         void *p; UINT64 n; D3D12_RANGE rr;
-        if (!t->present[i] || !t->is_output[i] || !r->rb[i]) continue;
-        n = t->bdesc[i].TotalTensorSizeInBytes; rr.Begin = 0; rr.End = n;
+        if (!t->present[i] || !t->is_output[i] || !r->rbuf[i]) continue;
+        n = t->bdesc[i].TotalTensorSizeInBytes; rr.Begin = (SIZE_T)r->roff[i]; rr.End = (SIZE_T)(r->roff[i] + n);
         outs[nouts].data = malloc(n ? n : 1); outs[nouts].len = (UINT)n;
-        ID3D12Resource_Map(r->rb[i], 0, &rr, &p); memcpy(outs[nouts].data, p, n); ID3D12Resource_Unmap(r->rb[i], 0, NULL);
+        ID3D12Resource_Map(r->rbuf[i], 0, &rr, &p); memcpy(outs[nouts].data, (unsigned char *)p + r->roff[i], n);
+        ID3D12Resource_Unmap(r->rbuf[i], 0, NULL);
         nouts++;
     }
     return nouts;
@@ -567,12 +638,7 @@ static int read_outputs(const run_tensors *t, run_resources *r, blob *outs) {
 static void release_resources(const run_tensors *t, run_resources *r) {
     int i;
     COM_RELEASE(r->bt);
-    if (r->tmp) ID3D12Resource_Release(r->tmp);
-    for (i = 0; i < t->nt; i++) {
-        if (r->res[i]) ID3D12Resource_Release(r->res[i]);
-        if (r->up[i]) ID3D12Resource_Release(r->up[i]);
-        if (r->rb[i]) ID3D12Resource_Release(r->rb[i]);
-    }
+    for (i = 0; i < t->nt; i++) if (r->res[i]) ID3D12Resource_Release(r->res[i]);
 }
 
 /* A growing text buffer for a reply's JSON. */
@@ -603,37 +669,39 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
     unsigned char opdesc[256]; int i, k, nouts = 0, removed = 0, recorded = 0; HRESULT hr = S_OK; double t0, shared;
     blob *outs; text b = { malloc(256), 0, 256 };
     request_no++; /* the cache entries this request finds or makes are not evicted before it ends */
+    arenas_start_request();
     for (i = 0; i < count; i++) {
         run_item *it = &items[i]; it->req = reqs[i];
         if (!read_tensors(it->req, &it->t)) { item_fail_text(it, "error", "request", "bad tensors"); continue; }
         if (!pack_desc(it->req, &it->t, opdesc, sizeof opdesc)) { item_fail_text(it, "error", "request", "desc does not fit the runner's storage"); continue; }
-        compile_item(it, opdesc, i + 1, count);
+        compile_item(it, opdesc, i + 1, count, count > 1);
         if (it->removed) { removed = 1; break; }
     }
+    recorded = pending_n; /* initialisers recorded ahead of the dispatches: work the next submit must run */
     if (!removed) {
         announce("upload", count, count);
         for (i = 0; i < count && SUCCEEDED(hr); i++) {
             run_item *it = &items[i]; DML_BINDING_PROPERTIES ep;
             if (it->failed) continue;
             ((fn_props)VT(it->c->compiled)[8])(it->c->compiled, &ep);
-            if (!heap_room(ep.RequiredDescriptorCount) && recorded) { hr = submit(); recorded = 0; if (FAILED(hr)) break; }
+            if (!heap_room(ep.RequiredDescriptorCount) && recorded) { hr = submit(); recorded = 0; release_pending(); if (FAILED(hr)) break; }
             t0 = now_s();
             if (!upload_inputs(&it->t, inbufs, ninbufs, &it->r)) {
                 /* the operator was accepted but its buffers cannot be made (an invalid case DirectML accepted) */
                 it->failed = 1; snprintf(it->answer, sizeof it->answer, "{\"status\":\"accepted_not_run\",\"stage\":\"allocate\"");
                 if (!recorded) reset_command_list();
-                else { hr = submit(); recorded = 0; }
+                else { hr = submit(); recorded = 0; release_pending(); }
                 continue;
             }
             hr = record_dispatch(it->req, &it->t, it->c, &it->r);
-            if (FAILED(hr)) { item_fail(it, "error", "CreateBindingTable", hr); hr = submit(); recorded = 0; continue; } /* its uploads and the earlier cases' work */
+            if (FAILED(hr)) { item_fail(it, "error", "CreateBindingTable", hr); hr = submit(); recorded = 0; release_pending(); continue; } /* its uploads and the earlier cases' work */
             it->secs[T_UPLOAD] = now_s() - t0;
             recorded++;
         }
         if (SUCCEEDED(hr)) {
             announce("execute", count, count); t0 = now_s();
             for (i = 0; i < count; i++) if (!strcmp(jstr(items[i].req, "test_hang"), "execute")) Sleep(INFINITE); /* test hook: a GPU hang */
-            hr = submit();
+            hr = submit(); release_pending();
             shared = (now_s() - t0) / (count ? count : 1);
             for (i = 0; i < count; i++) if (!items[i].failed) items[i].secs[T_EXECUTE] = shared;
         }
@@ -645,6 +713,7 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
         for (i = 0; i < count; i++) if (items[i].removed) stage = strstr(items[i].answer, "initialize") ? "initialize" : strstr(items[i].answer, "Compile") ? "CompileOperator" : "CreateOperator";
         replyf("{\"status\":\"device_removed\",\"stage\":\"%s\",\"hr\":\"0x%08lx\",\"count\":%d}", stage, (unsigned long)hr, count);
         for (i = 0; i < count; i++) release_resources(&items[i].t, &items[i].r);
+        release_pending(); release_retired();
         free(items); free(b.s); return -1;
     }
     announce("readback", count, count);
@@ -659,6 +728,7 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
         release_resources(&it->t, &it->r);
     }
     if (!single) tput(&b, "]}");
+    release_retired(); /* every submit of the request has completed */
     reply(b.s, nouts, outs);
     for (k = 0; k < nouts; k++) free(outs[k].data);
     free(outs); free(items); free(b.s);

@@ -72,6 +72,12 @@ class Stack:
         return self.root / ("mesa/lvp_icd.json" if self.portable else "lvp_icd.json")
 
     @property
+    def device_pick_layer(self) -> Path:
+        """The directory of the device-pick Vulkan layer and its manifest (gpus.py; built by
+        scripts/setup_directml.sh, carried by a portable stack)."""
+        return self.root / "vk_device_pick"
+
+    @property
     def mesa_lib(self) -> Path:
         return self.root / "mesa" / "usr" / "lib" / "x86_64-linux-gnu"
 

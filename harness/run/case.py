@@ -171,9 +171,13 @@ def run_cases(backend: Backend, spec: OperatorSpec, cases: list[Case], kind: str
 
 
 def _known_hang(spec: OperatorSpec, case: Case, expectations: ExpectationSet, level: str):
-    """The `hangs` expectation of this valid case on this device, or None. Invalid cases are always
-    sent: DirectML rejects most of them before anything executes, and that is what they test."""
-    if not case.expect_valid or not any(item.hangs for item in expectations.items):
+    """The `hangs` expectation of this case on this device, or None. Invalid cases of such
+    descriptors are not sent either: DirectML rejects most of them before anything executes, but one
+    it accepts hangs as its valid twins do, and on an NVIDIA H200 each such hang cost its 10 s limit
+    plus stalls of about 4.4 s in every other process on the GPU while the hung channel was torn
+    down (14 invalid CONVOLUTION cases in the first 300 s of the catalogue). Rejection is DirectML's
+    own validation, the same on every device: lavapipe runs still check it."""
+    if not any(item.hangs for item in expectations.items):
         return None
     rules: list[str | None] = [*sorted(case_verdict(spec, case, level).rule_ids)] or [None]
     tensor_types = tuple(t.data_type for t in case.descriptor.tensors.values() if t is not None)

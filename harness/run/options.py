@@ -27,6 +27,16 @@ def directml_timeout_problem(seconds: float) -> str | None:
     return None
 
 
+def directml_gpus_problem(text: str) -> str | None:
+    """What is wrong with a --directml-gpus value ('all', or Vulkan device numbers 0-255 separated by
+    commas), or None. Whether the devices exist is for the runner to find out (the DirectML backend's
+    device-pick layer refuses a number the drivers do not have)."""
+    items = [item.strip() for item in text.split(",")]
+    if text.strip() == "all" or (items and all(item.isdigit() and int(item) < 256 for item in items)):
+        return None
+    return f"--directml-gpus {text!r}: 'all' or Vulkan device numbers (0-255) separated by commas, e.g. 0,1"
+
+
 # Hypothesis examples per test at the most: the thorough profile's hundreds times a hundred. More is
 # no deeper test but a run that never ends (1e20 examples per cell), so it is refused up front.
 MAX_EXAMPLES = 100_000

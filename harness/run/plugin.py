@@ -39,7 +39,8 @@ from harness.run.allocator import keep_freed_memory
 from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
-from harness.run.options import DIRECTML_TIMEOUT, REPORT_DETAILS, directml_timeout_problem, option_problem
+from harness.run.options import (DIRECTML_TIMEOUT, REPORT_DETAILS, directml_gpus_problem, directml_timeout_problem,
+                                 option_problem)
 from harness.run.previous import drop, give_back, set_aside
 from harness.run.results import RecordingError
 from harness.run.manifest import CellWriter, PlannedCell, write_complete, write_plan
@@ -119,6 +120,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--directml-exec-flags", default="", help="e.g. ALLOW_HALF_PRECISION_COMPUTATION|DISABLE_META_COMMANDS")
     group.addoption("--directml-vulkan", default=None,
                     help="Vulkan driver under Wine: auto (a hardware GPU's ICD if installed, else lavapipe; the default), lavapipe, or an ICD json path")
+    group.addoption("--directml-gpus", default=None,
+                    help="on a host with several GPUs: all (pytest-xdist worker K uses GPU K mod n) or Vulkan device "
+                         "numbers, e.g. 1 (default: the drivers' first; docs/sharding.md)")
     group.addoption("--directml-timeout", type=float, default=DIRECTML_TIMEOUT,
                     help="seconds one DirectML case may take before its runner is stopped and restarted (the case is "
                          "recorded crashed, the run goes on; default %(default)s). A GPU whose driver hangs on some "
@@ -186,6 +190,9 @@ def _check_choices(config: DmlConfig) -> None:
     timeout_problem = directml_timeout_problem(config.getoption("directml_timeout"))
     if timeout_problem:
         raise pytest.UsageError(timeout_problem)
+    gpus = config.getoption("directml_gpus")
+    if gpus is not None and directml_gpus_problem(gpus):
+        raise pytest.UsageError(directml_gpus_problem(gpus))
     chunks = config.getoption("fp32_chunks")
     if chunks:
         try:
@@ -239,7 +246,7 @@ def pytest_configure(config: pytest.Config) -> None:
                            warp=config.getoption("directml_warp"), debug_layer=config.getoption("directml_debug_layer"),
                            exec_flags=config.getoption("directml_exec_flags"),
                            vulkan=config.getoption("directml_vulkan"), stack=config.getoption("directml_stack"),
-                           timeout=config.getoption("directml_timeout"))
+                           timeout=config.getoption("directml_timeout"), gpus=config.getoption("directml_gpus"))
         try:
             backend = load_backend(name, **options)
         except Exception as exc:  # noqa: BLE001 - reported as a skip reason

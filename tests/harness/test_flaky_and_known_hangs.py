@@ -3,7 +3,7 @@
 An unexpected failure is run once more, alone: a rerun that comes out otherwise makes the case
 `flaky`, a failure of its own unless an expectation names it; a failure that repeats stays what it
 is. A valid case of an expectation marked `hangs` is not sent to the device (recorded as that known
-divergence, tagged not-run); its probe, and every invalid case, is."""
+divergence, tagged not-run), nor are invalid ones of such descriptors; its probe is."""
 from __future__ import annotations
 
 import dataclasses
@@ -118,18 +118,25 @@ HANGS = """  - id: scripted-sign-int16-hangs
 """
 
 
-def test_valid_cases_of_a_known_hang_are_not_sent(tmp_path):
+def test_cases_of_a_known_hang_are_not_sent_valid_or_invalid(tmp_path):
     known = _expectations(tmp_path, HANGS)
     backend = _Scripted({})
     hang, other = _case([1, -2], "INT16"), _case([1, -2], "INT8")
     invalid = dataclasses.replace(case_from_arrays(SIGN, "6.4", {"InputTensor": "INT16", "OutputTensor": "INT8"},
                                                    {"InputTensor": np.array([1])}),
                                   expect_valid=False, broken_rule="constraint.same_data_type")
-    outcomes = run_cases(backend, SIGN, [hang, other, invalid], "valid", expectations=known)
+    invalid_other = dataclasses.replace(case_from_arrays(SIGN, "6.4", {"InputTensor": "INT8", "OutputTensor": "INT16"},
+                                                         {"InputTensor": np.array([1])}),
+                                        expect_valid=False, broken_rule="constraint.same_data_type")
+    outcomes = run_cases(backend, SIGN, [hang, other, invalid, invalid_other], "valid", expectations=known)
     assert outcomes[0].status == Status.EXPECTED_DIVERGENCE and outcomes[0].record.expectation == "scripted-sign-int16-hangs"
     assert "not-run" in outcomes[0].record.tags and outcomes[0].record.summary.startswith("not run:")
     assert outcomes[1].status == Status.PASS
-    assert backend.sent == [other.case_id, invalid.case_id]  # the invalid one is sent: a rejection needs no execution
+    # an invalid case of such a descriptor is not sent either (one the device accepts would hang);
+    # one of another descriptor is, and its rejection is judged
+    assert outcomes[2].status == Status.EXPECTED_DIVERGENCE and "not-run" in outcomes[2].record.tags
+    assert backend.sent == [other.case_id, invalid_other.case_id]
+    assert outcomes[3].status == Status.REJECTED_INVALID
     probe = run_case(backend, SIGN, hang, "probe", expectations=known, run_known_hangs=True)
     assert backend.sent[-1] == hang.case_id and probe.status == Status.PASS
 

@@ -160,7 +160,8 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_checkout(installed, t
                    "dmlconform_specs/_enums.yaml", "dmlconform_specs/_structs.yaml", "dmlconform_specs/_arithmetic.yaml",
                    "harness/reference/families/__init__.py", "harness/pages/__init__.py",
                    "backends/expectations/directml.yaml", "backends/onnxruntime_ops.yaml",
-                   "backends/directml/runner.c", "backends/directml/versions.yaml"]:
+                   "backends/directml/runner.c", "backends/directml/versions.yaml",
+                   "backends/directml/vk_device_pick.c", "backends/directml/VkLayer_DMLCONFORM_device_pick.json"]:
         assert needed in expected, needed
 
     missing = sorted(name for name in expected if name not in recorded or not (installed.site / name).is_file())
