@@ -85,7 +85,9 @@ def test_wine_boot_processes_do_not_hold_the_runner_pipe_and_a_crash_is_seen_at_
         start = time.perf_counter()
         result = backend._send({"cmd": "crash"}, [], SPECS.operator("ELEMENT_WISE_SIGN"))
         assert result.kind == "crashed"
-        assert time.perf_counter() - start < 1.0  # before: 1.3 s on a cold session (docs/performance.md)
+        # not a performance figure (docs/performance.md has those): the bound only catches a client
+        # that waits for the pipes' other holders to go, which took 14 to 18 s after a crash before
+        assert time.perf_counter() - start < 10.0
         xvfb = backend._process.session.xvfb
         assert xvfb is not None and xvfb.poll() is None  # the session outlives a crash
     finally:
