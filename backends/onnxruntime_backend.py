@@ -31,7 +31,7 @@ from harness.spec.load import load_specs
 from harness.spec.model import OperatorSpec, SpecSet
 from harness.model.validator import case_verdict
 from harness.generate.types import primary_input
-from harness.model.facts import attribute_names, constant_of_field
+from harness.model.facts import attribute_names, constant_of_field, expression_scope
 from harness.spec.context import formula_context
 from harness.spec.shape_expr import parse_shape_expr
 
@@ -61,7 +61,11 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "gather": ("inputs", "axis", "index_dimensions"),
     "gather_elements": ("inputs", "axis"),
     "gather_nd": ("inputs", "input_dimensions", "index_dimensions"),  # and `batch_dimensions`, optional (absent: 0)
+    "scatter_elements": ("inputs", "axis"),
+    "scatter_nd": ("inputs", "input_dimensions", "index_dimensions"),
     "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
+    # and `dilations`, `include_padding` (AveragePool), `p` (LpPool), `indices` (MaxPool), optional
+    "pool": ("op", "inputs", "window_size", "strides", "starts", "ends"),
     "join": ("inputs", "axis"),
     "split": ("inputs", "outputs", "axis"),
     "tile": ("inputs", "repeats"),
@@ -69,6 +73,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "scan": ("op", "inputs", "axis", "exclusive", "reverse"),
     "one_hot": ("inputs", "axis"),
     "reverse_sequence": ("inputs", "axis"),
+    "normalize": ("op", "inputs"),  # the axes are the spec family's own (formula.family.axes)
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -228,9 +233,11 @@ class OnnxRuntimeBackend:
             "reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
             "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
             "gather_elements": self._gather_elements, "gather_nd": self._gather_nd,
-            "window": self._window, "join": self._join, "split": self._split,
+            "scatter_elements": self._scatter_elements, "scatter_nd": self._scatter_nd,
+            "window": self._window, "pool": self._pool, "join": self._join, "split": self._split,
             "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
-            "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence}
+            "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
+            "normalize": self._normalize}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -412,6 +419,42 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
 
+    def _normalize(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Softmax, LogSoftmax or Hardmax (`op`) over the spec family's axes, where ONNX
+        says the same thing: one axis (opset 13+ semantics), or the trailing axes from some k on,
+        which is opset < 13's coerce-to-2-D (written here as a Reshape to {before k, from k}, the
+        op on axis 1, a Reshape back: the group's elements row-major, as DirectML counts them).
+        Any other set of axes is unsupported: ONNX normalises no other group."""
+        spec, x, in_type, _ = self._family_operand(entry, d, inputs)
+        family = spec.formula.family
+        axes_expr = family.expression("axes") if family is not None else None
+        if axes_expr is None:
+            raise _Unsupported(f"{d.operator}: the normalize mapping needs the spec's family axes")
+        axes = sorted({int(a) for a in axes_expr.evaluate(*expression_scope(spec, d))})
+        rank = x.ndim
+        if axes != list(range(axes[0], rank)) and len(axes) != 1:
+            raise _Unsupported(f"ONNX {entry['op']} normalises one axis, or (opset < 13, coerced to 2-D) the trailing "
+                               f"axes from one on; axes {axes} of a {rank}-D tensor are neither")
+        start = axes[0]
+        flat = [int(np.prod(x.shape[:start], dtype=np.int64)), int(np.prod(x.shape[start:], dtype=np.int64))]
+        one_axis = len(axes) == 1
+        key = (entry["op"], in_type, tuple(x.shape), tuple(axes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            if one_axis:
+                nodes, inits = [helper.make_node(entry["op"], ["x"], ["y"], axis=start)], []
+            else:
+                nodes = [helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+                         helper.make_node(entry["op"], ["x2"], ["y2"], axis=1),
+                         helper.make_node("Reshape", ["y2", "shape"], ["y"])]
+                inits = [helper.make_tensor("flat", TensorProto.INT64, [2], flat),
+                         helper.make_tensor("shape", TensorProto.INT64, [rank], list(x.shape))]
+            graph = helper.make_graph(nodes, entry["op"], [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], list(x.shape))], initializer=inits)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
     def _top_k(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX TopK (sorted; ONNX orders equal values by ascending index too): values and int64
         indices, returned per output field (the caller casts the indices)."""
@@ -577,6 +620,40 @@ class OnnxRuntimeBackend:
         feeds = {"x": x, "w": w} if bias is None else {"x": x, "w": w, "b": bias}
         return self._session(key, build).run(None, feeds)[0]
 
+    def _pool(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX pooling node (`op`: MaxPool, AveragePool or LpPool) with kernel_shape, strides,
+        pads [starts..., ends...] and dilations (absent: 1) from the table's array fields; where
+        named, AveragePool's count_include_pad from the `include_padding` expression, LpPool's p from
+        the `p` field, and MaxPool's Indices (int64, flat over the whole input: the caller casts)
+        into the `indices` output field when the descriptor has it."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        rank = x.ndim - 2
+
+        def ints(key: str, default: int) -> list[int]:
+            return [int(v) for v in names[entry[key]]] if key in entry else [default] * rank
+        attrs: dict[str, Any] = {"kernel_shape": ints("window_size", 1), "strides": ints("strides", 1),
+                                 "pads": ints("starts", 0) + ints("ends", 0), "dilations": ints("dilations", 1)}
+        if "include_padding" in entry:
+            attrs["count_include_pad"] = _flag(entry["include_padding"], names)
+        if "p" in entry:
+            attrs["p"] = int(names[entry["p"]])
+        indices = entry.get("indices") if entry.get("indices") and d.tensors.get(entry["indices"]) is not None else None
+        out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key = ("pool", entry["op"], in_type, tuple(x.shape), tuple((k, tuple(v) if isinstance(v, list) else v)
+                                                                  for k, v in sorted(attrs.items())), indices is not None)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            outputs = [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)]
+            if indices is not None:
+                outputs.append(helper.make_tensor_value_info("i", TensorProto.INT64, out_shape))
+            node = helper.make_node(entry["op"], ["x"], [o.name for o in outputs], **attrs)
+            graph = helper.make_graph([node], entry["op"], [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      outputs)
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        results = self._session(key, build).run(None, {"x": x})
+        return {spec.formula.output: results[0], **({indices: results[1]} if indices is not None else {})}
+
     def _join(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Concat of the present items of a tensor array (`inputs` names the array) along
         the `axis` field, in item order: the array holds InputCount items, then nothing."""
@@ -724,6 +801,65 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", t, out_sizes)], initializer=[shape])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": data, "i": indices})[0]
+
+    def _scatter_elements(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX ScatterElements (reduction none) on the `axis` field, the indices as int64 (the
+        updates have their shape, as DirectML's have their Sizes). ONNX Runtime fails a run whose
+        index lies outside [-size, size - 1] where DirectML's output is only open: unsupported,
+        checked before the run. Repeated indices run (the spec leaves those elements open)."""
+        _, x, in_type, names = self._family_operand(entry, d, inputs, operand=0)
+        _, index_name, updates_name = entry["inputs"]
+        axis = int(names[entry["axis"]])
+        indices = _int64_indices(inputs[index_name])
+        _check_in_range("ScatterElements", indices, np.asarray(x.shape[axis], dtype=np.int64))
+        updates = inputs[updates_name]
+        key = ("ScatterElements", in_type, tuple(x.shape), tuple(indices.shape), axis)
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=axis)
+            graph = helper.make_graph([node], "ScatterElements", [
+                helper.make_tensor_value_info("x", t, list(x.shape)),
+                helper.make_tensor_value_info("i", TensorProto.INT64, list(indices.shape)),
+                helper.make_tensor_value_info("u", t, list(indices.shape))],
+                [helper.make_tensor_value_info("y", t, list(x.shape))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "i": indices, "u": updates})[0]
+
+    def _scatter_nd(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX ScatterND (reduction none) on the input reshaped to its last `input_dimensions`
+        sizes, the indices to their last `index_dimensions` (int64) and the updates to the index
+        dims before the tuple then the input's dims after the tuple's (the same elements in the
+        same order: only leading 1s differ), then a Reshape to the output's Sizes. A coordinate
+        outside its dimension fails ONNX Runtime's run where DirectML's output is only open:
+        unsupported, checked before the run."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs, operand=0)
+        _, index_name, updates_name = entry["inputs"]
+        input_dims, index_dims = int(names[entry["input_dimensions"]]), int(names[entry["index_dimensions"]])
+        data = x.reshape(x.shape[x.ndim - input_dims:])
+        raw = inputs[index_name]
+        index_shape: tuple[int, ...] = tuple(raw.shape[raw.ndim - index_dims:])
+        indices = _int64_indices(raw).reshape(index_shape)
+        tuple_size = index_shape[-1]
+        _check_in_range("ScatterND", indices, np.asarray(data.shape[:tuple_size], dtype=np.int64))
+        update_shape = index_shape[:-1] + data.shape[tuple_size:]
+        updates = inputs[updates_name].reshape(update_shape)
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        key: tuple = ("ScatterND", in_type, tuple(data.shape), index_shape, tuple(out_sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            shape = helper.make_tensor("shape", TensorProto.INT64, [len(out_sizes)], out_sizes)
+            nodes = [helper.make_node("ScatterND", ["x", "i", "u"], ["s"]), helper.make_node("Reshape", ["s", "shape"], ["y"])]
+            graph = helper.make_graph(nodes, "ScatterND", [
+                helper.make_tensor_value_info("x", t, list(data.shape)),
+                helper.make_tensor_value_info("i", TensorProto.INT64, list(index_shape)),
+                helper.make_tensor_value_info("u", t, list(update_shape))],
+                [helper.make_tensor_value_info("y", t, out_sizes)], initializer=[shape])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": data, "i": indices, "u": updates})[0]
 
     def _slice_window(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """SLICE1 as one ONNX Slice: per dimension start at the window's beginning (its end for a

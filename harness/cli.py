@@ -67,6 +67,18 @@ def _pages(paths: list[str]):
     return collected
 
 
+def _pages_by_spec(by_page_name: dict[str, list], operators: dict) -> dict[str, list]:
+    """The pages keyed by the spec they document: a page names its operator after its desc
+    struct (DML_SCATTER_OPERATOR_DESC -> SCATTER), and a spec named after its DML_OPERATOR_TYPE
+    (SCATTER_ELEMENTS, whose struct DirectML.h aliases to the page's) is found by its desc_struct."""
+    by_struct = {spec.desc_struct.removeprefix("DML_").removesuffix("_OPERATOR_DESC"): name
+                 for name, spec in operators.items()}
+    out: dict[str, list] = {}
+    for name, pages in by_page_name.items():
+        out.setdefault(name if name in operators else by_struct.get(name, name), []).extend(pages)
+    return out
+
+
 def cmd_spec_check_docs(args: argparse.Namespace) -> int:
     """Every spec whose operator has a page among the inputs, against those pages: drift (exit 1)
     or none (exit 0); differences a spec records under docs_drift are listed, not counted."""
@@ -74,7 +86,7 @@ def cmd_spec_check_docs(args: argparse.Namespace) -> int:
     from harness.pages.report import report_json, report_markdown
     specs = _load(args)
     collected = _pages(args.pages)
-    by_operator = collected.by_operator()
+    by_operator = _pages_by_spec(collected.by_operator(), specs.operators)
     checks = [check_operator(specs.operators[name], pages) for name, pages in sorted(by_operator.items()) if name in specs.operators]
     data = report_json(checks, sorted(set(by_operator) - set(specs.operators)),
                        sorted(set(specs.operators) - set(by_operator)), collected.skipped,

@@ -212,6 +212,92 @@ def just_outside(dtype: DataType, low: int, high: int) -> list[int]:
     return out
 
 
+def _usable_positions(low: int, high: int, modulo: int) -> np.ndarray:
+    """The positions p in [0, modulo) that some value of [low, high] names: p itself or p - modulo
+    (a negative index counting from the end)."""
+    p = np.arange(max(int(modulo), 0), dtype=np.int64)
+    return p[((p >= low) & (p <= high)) | ((p - modulo >= low) & (p - modulo <= high))]
+
+
+def _spelled(positions: np.ndarray, low: int, high: int, modulo: np.ndarray | int,
+             rng: np.random.Generator) -> np.ndarray:
+    """Each position as a value of [low, high]: itself or position - modulo, at random where both
+    are in range (so that negative indices still appear)."""
+    plain_ok = (positions >= low) & (positions <= high)
+    negative_ok = (positions - modulo >= low) & (positions - modulo <= high)
+    negative = negative_ok & (~plain_ok | (rng.random(positions.shape) < 0.5))
+    return np.where(negative, positions - modulo, positions)
+
+
+def distinct_lines(values: np.ndarray, axis: int, low: int, high: int, modulo: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """`values` (a leading data-set axis, then the tensor's dims) with each line along the tensor's
+    `axis` redrawn as different positions modulo `modulo`, within [low, high]. A line longer than
+    the positions available keeps its values: repeats are unavoidable there (the spec's
+    `unspecified` rules say what they leave open)."""
+    usable = _usable_positions(low, high, modulo)
+    out = np.array(values)
+    moved = np.moveaxis(out, axis + 1, -1)
+    length = moved.shape[-1]
+    if length == 0 or length > usable.size or moved.size == 0:
+        return out
+    lines = moved.reshape(-1, length)
+    picks = np.argsort(rng.random((lines.shape[0], usable.size)), axis=1)[:, :length]
+    drawn = _spelled(usable[picks], low, high, modulo, rng)
+    moved[...] = drawn.reshape(moved.shape).astype(out.dtype)
+    return out
+
+
+def _distinct_codes(count: int, space: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` different integers of [0, space), in random order."""
+    if space <= 1 << 20:
+        return rng.choice(space, size=count, replace=False)
+    codes = np.unique(rng.integers(0, space, size=count))
+    while codes.size < count:  # a repeat among a few draws from a large space: draw the missing ones again
+        codes = np.unique(np.concatenate([codes, rng.integers(0, space, size=count - codes.size)]))
+    return rng.permutation(codes)
+
+
+def distinct_tuples(values: np.ndarray, axis: int, low: int, high: int, moduli: list[int],
+                    rng: np.random.Generator) -> np.ndarray:
+    """`values` (a leading data-set axis, then the tensor's dims) whose lines along the tensor's
+    `axis` (index tuples, coordinate k modulo moduli[k]) are redrawn pairwise different within each
+    data set, every coordinate within [low, high]. Where the tuples outnumber the positions
+    available, the values are kept: repeats are unavoidable."""
+    out = np.array(values)
+    moved = np.moveaxis(out, axis + 1, -1)
+    width = moved.shape[-1]
+    if width != len(moduli) or moved.size == 0:
+        return out
+    usable = [_usable_positions(low, high, m) for m in moduli]
+    lens = [u.size for u in usable]
+    space = int(np.prod(lens, dtype=object))
+    tuples = moved.reshape(out.shape[0], -1, width)
+    if tuples.shape[1] > space:
+        return out
+    modulo = np.asarray(moduli, dtype=np.int64)
+    for data_set in range(tuples.shape[0]):
+        digits = np.unravel_index(_distinct_codes(tuples.shape[1], space, rng), lens)
+        positions = np.stack([usable[k][digits[k]] for k in range(width)], axis=-1)
+        tuples[data_set] = _spelled(positions, low, high, modulo, rng).astype(out.dtype)
+    moved[...] = tuples.reshape(moved.shape)
+    return out
+
+
+def _apply_distinct(distinct: Any, values: np.ndarray, low: int, high: int, names: dict[str, Any], facts: dict,
+                    rng: np.random.Generator) -> np.ndarray:
+    """The range's `distinct` rule applied to the ranged values (skipped where its expressions
+    have no value for the descriptor)."""
+    axis, modulo = distinct.axis.evaluate(names, facts), distinct.modulo.evaluate(names, facts)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < values.ndim - 1:
+        return values
+    if distinct.within == "lines" and isinstance(modulo, int) and not isinstance(modulo, bool):
+        return distinct_lines(values, axis, low, high, modulo, rng)
+    if distinct.within == "tensor" and isinstance(modulo, list) and all(isinstance(m, int) for m in modulo):
+        return distinct_tuples(values, axis, low, high, modulo, rng)
+    return values
+
+
 def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[str, np.ndarray],
                        rng: np.random.Generator, level: str | None) -> None:
     """Bring the inputs within the spec's generation.data_ranges, in place (logical elements only),
@@ -226,6 +312,8 @@ def _apply_data_ranges(spec: OperatorSpec, descriptor: Descriptor, views: dict[s
         dtype = spec.catalog.dtype(desc.data_type)
         view = views[entry.tensor]
         current = ranged_values(np.array(view), dtype, low, high)
+        if entry.distinct is not None and not dtype.is_float:
+            current = _apply_distinct(entry.distinct, current, low, high, names, facts, rng)
         outside = just_outside(dtype, low, high)
         if entry.outside > 0 and outside and current[0].size:
             for index in np.flatnonzero(rng.random(current.shape[0]) < entry.outside):  # data sets

@@ -262,11 +262,16 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
         patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))
     derived = {c.tensors[0] for c in spec.shape_rules}
-    for types, dims in patterns.values():
+    # sizes 2, 3, 2, ...; then the same behind leading 1s, for a rule that only such a descriptor
+    # keeps (an effective rank of at most 2: every size before the last two is 1)
+    for (types, dims), lead in [(p, lead) for p in patterns.values() for lead in (False, True)]:
+        if lead and dims <= 2:  # no size to lead with
+            continue
         tensors: dict[str, TensorDesc | None] = {}
         for f in spec.tensor_fields:
             t = types[f.name]
-            tensors[f.name] = None if t is None else TensorDesc(t, [2 + (i % 2) for i in range(dims)])
+            sizes = [1 if lead and i < dims - 2 else 2 + (i % 2) for i in range(dims)]
+            tensors[f.name] = None if t is None else TensorDesc(t, sizes)
         # the default attributes, else each member of an enum field in turn (a default of 0 may be
         # a member no valid descriptor has: QuantizationType NONE)
         choices: list[dict[str, int]] = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key

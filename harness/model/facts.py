@@ -72,10 +72,12 @@ def level_facts(catalog: Catalog, level: str | None) -> dict[str, int]:
 
 
 def tensor_facts(descriptor: Descriptor, catalog: Catalog | None = None) -> dict[str, TensorFacts]:
-    """Each tensor's Sizes, DimensionCount and (given the catalog) DataType as its enum value."""
+    """Each tensor's Sizes, DimensionCount, Strides (packed where the descriptor gives none) and
+    (given the catalog) DataType as its enum value."""
     def data_type(name: str) -> int | None:
         return catalog.data_types[name].enum if catalog is not None and name in catalog.data_types else None
-    return {name: TensorFacts(tuple(t.sizes), t.dim_count, data_type(t.data_type)) if t is not None else TensorFacts(None)
+    return {name: TensorFacts(tuple(t.sizes), t.dim_count, data_type(t.data_type),
+                              tuple(t.strides) if t.strides is not None else None) if t is not None else TensorFacts(None)
             for name, t in descriptor.tensors.items()}
 
 

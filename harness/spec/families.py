@@ -61,6 +61,9 @@ class FamilyDeclaration:
     formula_variables: dict[str, str] = field(default_factory=dict)
     element_variables: dict[str, str] = field(default_factory=dict)
     bound_variables: dict[str, str] = field(default_factory=dict)
+    # the parameter whose value a Param's `modes` name (an optional one absent reads as its first
+    # choice, so that a spec written before the modes existed keeps its meaning)
+    mode_key: str = "mode"
 
 
 REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
@@ -189,11 +192,13 @@ GATHER_FAMILY = FamilyDeclaration(
         # `mode` is optional so that a spec written before the modes existed keeps meaning
         # `take`; which of axis / index_dimensions a mode needs is checked by the plug-in
         # (harness.reference.families.gather.check_mode), as `modes` can only name explicit values
-        "mode": Param("choice", required=False, choices=("take", "elements", "nd"),
+        "mode": Param("choice", required=False, choices=("take", "elements", "nd", "scatter_elements", "scatter_nd"),
                       meaning="take (the default): input.take(indices, axis), the index sizes replacing the axis; "
                               "elements: indices has the input's rank, output[p] = input[p with p[axis] = indices[p]]; "
                               "nd: each index tuple (the last dim of indices) picks a sub-block of the input's "
-                              "meaningful dims, per batch where batch_dimensions is set"),
+                              "meaningful dims, per batch where batch_dimensions is set; "
+                              "scatter_elements and scatter_nd: the inverse moves, the output a copy of the input with "
+                              "the elements that elements or nd would read overwritten by `updates`"),
         "input": Param("input", meaning="the tensor read from"),
         "indices": Param("input", meaning="the integer tensor of indices (a negative value of a signed type counts "
                                           "from the end of the dimension it indexes)"),
@@ -203,18 +208,27 @@ GATHER_FAMILY = FamilyDeclaration(
                                   meaning="the UINT field counting the trailing dims of `indices` that matter, its "
                                           "leading dims being 1 (modes take and nd: required there); in nd they "
                                           "include the batch dims and the tuple dim"),
-        "input_dimensions": Param("scalar", modes=("nd",),
+        "input_dimensions": Param("scalar", modes=("nd", "scatter_nd"),
                                   meaning="the UINT field counting the trailing dims of `input` that matter "
                                           "(its leading dims are 1)"),
         "batch_dimensions": Param("scalar", required=False, modes=("nd",),
                                   meaning="the UINT field counting the leading meaningful dims that input, indices "
                                           "and output share as independent batches (absent: 0)"),
+        "updates": Param("input", modes=("scatter_elements", "scatter_nd"),
+                         meaning="the tensor of values written over the copied input: element p where mode "
+                                 "elements would read it for indices[p] (scatter_elements), the slice of each index "
+                                 "tuple (scatter_nd)"),
     },
     element_variables={
         "index": "the index value that selected this output element, as IndicesTensor holds it (a UINT64 value "
                  "beyond 2^63 - 1 reads as 2^63 - 1); in mode nd the first coordinate of the element's index tuple "
-                 "outside its dimension, or the tuple's first coordinate when none is",
+                 "outside its dimension, or the tuple's first coordinate when none is; in the scatter modes the "
+                 "(first) coordinate that wrote the element, 0 where none did, and where any index of the tensor lies "
+                 "outside its dimension that index in every element (a write that goes astray may land anywhere)",
         "axis_size": "the size of the input dimension that `index` indexes (the gathered axis in modes take and elements)",
+        "conflicting_writes": "scatter modes: how many different values (bit patterns) the updates written to this "
+                              "output element hold, less one (0 where none or one is written: the element is "
+                              "determined); 0 in the gather modes",
     },
 )
 
@@ -251,11 +265,27 @@ MATMUL_FAMILY = FamilyDeclaration(
 WINDOW_FAMILY = FamilyDeclaration(
     "window",
     params={
+        "combine": Param("choice", required=False, choices=("dot", "max", "average", "lp"),
+                         meaning="what a window gives (absent: dot): dot, the sum of input times filter (a convolution, "
+                                 "formula variable xw); max, the largest input element the window reads (a pooling, with "
+                                 "its index where `indices` names an output); average, their sum over a divisor; lp, "
+                                 "(sum |x|^p)^(1/p) over them. The pooling choices take no filter"),
         "input": Param("input", meaning="the tensor the windows slide over: {batch, channels, spatial...}"),
-        "filter": Param("input", meaning="the weights: {out channels, channels / groups, kernel...}, or where `transposed` "
-                                         "holds {in channels, out channels / groups, kernel...}"),
+        "filter": Param("input", modes=("dot",),
+                        meaning="the weights: {out channels, channels / groups, kernel...}, or where `transposed` "
+                                "holds {in channels, out channels / groups, kernel...}"),
+        "window_size": Param("array", modes=("max", "average", "lp"),
+                             meaning="a pooling's window extent per spatial dimension (the filter's kernel sizes for dot)"),
+        "include_padding": Param("expression", required=False, modes=("average",),
+                                 meaning="true: the average's divisor is the window's element count, padding included; "
+                                         "false (the default): the count of window elements that land on the input"),
+        "p": Param("scalar", modes=("lp",), meaning="the UINT field of lp's exponent p"),
+        "indices": Param("output", required=False, modes=("max",),
+                         meaning="an output tensor of the flat row-major input index of each window's largest element "
+                                 "(the first in window order among equal ones); absent from a descriptor: not written"),
         "strides": Param("array", meaning="the window's step per spatial dimension"),
-        "dilations": Param("array", meaning="the step between kernel elements per spatial dimension"),
+        "dilations": Param("array", required=False,
+                           meaning="the step between kernel elements per spatial dimension (absent: 1)"),
         "start": Param("array", meaning="the zero padding before each spatial dimension (transposed: cropped from the "
                                         "result's start)"),
         "end": Param("array", meaning="the zero padding after each spatial dimension (transposed: cropped from the "
@@ -263,14 +293,18 @@ WINDOW_FAMILY = FamilyDeclaration(
         "output_padding": Param("array", required=False,
                                 meaning="transposed only: positions added at the end of each spatial dimension of the "
                                         "result (they hold what the transposed window gives there, zero past its reach)"),
-        "groups": Param("scalar", meaning="the UINT field of the group count: channels split into that many equal groups, "
-                                          "each output channel reading its group's input channels only"),
-        "transposed": Param("expression", meaning="true: the adjoint of the forward window (each input element scattered "
-                                                  "over the output through the filter)"),
-        "flip": Param("expression", meaning="true: the filter is read in reverse order along each spatial dimension"),
+        "groups": Param("scalar", modes=("dot",),
+                        meaning="the UINT field of the group count: channels split into that many equal groups, "
+                                "each output channel reading its group's input channels only"),
+        "transposed": Param("expression", modes=("dot",),
+                            meaning="true: the adjoint of the forward window (each input element scattered "
+                                    "over the output through the filter)"),
+        "flip": Param("expression", modes=("dot",),
+                      meaning="true: the filter is read in reverse order along each spatial dimension"),
         "bounds": Param("bounds", required=False,
-                        meaning="for the formula variable xw, the largest |device - exact| a conforming device may "
-                                "show, over its bound variables (without one: exact)"),
+                        meaning="dot: for the formula variable xw; a pooling: per combine choice; the largest "
+                                "|device - exact| a conforming device may show, over the bound variables (without one: "
+                                "exact)"),
     },
     formula_variables={
         "xw": "the exact sum of input times filter over the window of each output element {n, m, spatial...} "
@@ -284,7 +318,10 @@ WINDOW_FAMILY = FamilyDeclaration(
                       "position an output padding adds), else 0",
         "output_padded": "1 where the output position is one of the last `output_padding` positions of some spatial "
                          "dimension (a position the output padding adds, within the window's reach or past it), else 0",
+        "ties": "a pooling: how many elements of the window equal its largest (max), else 1",
+        "empty_window": "a pooling: 1 where no element of the window lands on the input (all padding), else 0",
     },
+    mode_key="combine",
     bound_variables={
     **MATMUL_FAMILY.bound_variables,
     "K": "the number of terms of the window's dot product: (channels / groups) * prod(kernel sizes), an upper bound "
@@ -294,6 +331,9 @@ WINDOW_FAMILY = FamilyDeclaration(
     "sum_abs": "the sum of |x * w| over the window's terms whose factors are finite",
     "sum_inputs": "the sum of |x| + |w| over the window's terms' finite factors (a flushed fp32 denormal factor moves "
                   "its product by less than tiny times the other factor)",
+    "N": "a pooling: the number of window elements that land on the input (the terms summed)",
+    "D": "a pooling: the average's divisor (N, or the window's element count where include_padding holds); N otherwise",
+    "max_abs": "a pooling: the largest |x| over the window's finite elements",
 },
 )
 
@@ -320,10 +360,39 @@ SCAN_FAMILY = FamilyDeclaration(
                            "when inclusive; 0 for an exclusive scan's first element)"),
 )
 
+NORMALIZE_FAMILY = FamilyDeclaration(
+    "normalize",
+    params={
+        "mode": Param("choice", choices=("softmax", "log_softmax", "hardmax"),
+                      meaning="how each group of elements (those that differ only along `axes`) is normalised, "
+                              "element by element: softmax, exp(x - max) / sum(exp(x - max)); log_softmax, "
+                              "x - max - log(sum(exp(x - max))); hardmax, 1 at the group's first largest element "
+                              "(row-major over the axes, ascending) and 0 elsewhere"),
+        "axes": Param("expression", meaning="a shape expression giving the list of normalised axes (an array field, "
+                                            "or a fixed list such as the last axis)"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the largest |device - exact| a conforming device may show, over the bound "
+                                "variables (a mode without one: exact)"),
+    },
+    bound_variables={
+        "N": "the number of elements in the output element's group (the product of the sizes along the axes)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result, NaN included",
+        "exact": "the exact result of the output element (float64)",
+        "arg": "|x - max|: how far the element lies below its group's largest element (the magnitude of the argument "
+               "of its shifted exp); 0 where that is not finite (a -inf element, whose result IEEE fixes exactly)",
+    },
+)
+
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
-                                                                    MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY)}
+                                                                    MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
+                                                                    NORMALIZE_FAMILY)}
 
 
 @dataclass(frozen=True)
@@ -430,7 +499,10 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     # a constant's field: a DML_SCALAR_UNION, or a FLOAT that the operator converts
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False) or (f.role == "attribute" and f.c_type == "FLOAT")}
     tensor_arrays = {f.array_of for f in fields if getattr(f, "array_of", None)}
-    mode = raw.get("mode")
+    mode = raw.get(declaration.mode_key)
+    mode_param = declared.get(declaration.mode_key)
+    if mode is None and mode_param is not None and not mode_param.required and mode_param.choices:
+        mode = mode_param.choices[0]
     for key, param in declared.items():
         if param.modes and mode not in param.modes:
             if key in raw:
@@ -466,6 +538,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = parse_shape_expr(str(value), names, tensors)
     family = FamilySpec(name, params, enum_choices)
     if "bounds" in raw:
-        keys = family.choices("combine") if "combine" in params else tuple(formula_variables(name))
+        keys = (family.choices("combine") if "combine" in params else family.choices("mode") if "mode" in params
+                else tuple(formula_variables(name)))
         params["bounds"] = _read_bounds(raw["bounds"], name, keys)
     return family

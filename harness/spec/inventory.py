@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from harness.spec.model import OperatorSpec, SpecSet
 
-_FAMILY_TITLES = {"matmul": "matrix multiplication", "window": "convolution (window)", "reduce": "reduction",
-                  "gather": "gather", "sort": "sort (top-k)", "data_movement": "data movement"}
+_FAMILY_TITLES = {"matmul": "matrix multiplication", "window": "window (convolution, pooling)", "reduce": "reduction",
+                  "gather": "gather", "sort": "sort (top-k)", "data_movement": "data movement",
+                  "normalize": "axis-wise normalization"}
 _ORDER = ["element-wise, one input", "element-wise, several inputs", "activation", "quantization",
           "element-wise, coordinate-dependent", *_FAMILY_TITLES.values(), "other"]
 

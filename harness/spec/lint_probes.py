@@ -137,6 +137,9 @@ def _expression_paths(spec: OperatorSpec) -> dict[int, KeyPath]:
         for expr, key in ((entry.low, "min"), (entry.high, "max"), (entry.when, "when")):
             if expr is not None:
                 paths.setdefault(id(expr), ("generation", "data_ranges", index, key))
+        if entry.distinct is not None:
+            for expr, key in ((entry.distinct.axis, "axis"), (entry.distinct.modulo, "modulo")):
+                paths.setdefault(id(expr), ("generation", "data_ranges", index, "distinct", key))
     return paths
 
 
@@ -498,6 +501,10 @@ def _run_probe(prober: _Prober, probe: _Probe) -> None:
             if isinstance(low, int) and isinstance(high, int) and low > high:
                 raise _Finding(("generation", "data_ranges", index), f"min {low} is above max {high}: the range is empty "
                                                                    f"{prober.where}")
+        if entry.distinct is not None and _in_force(prober, table, entry, descriptor, names, facts, ()):
+            problem = _distinct_problem(entry.distinct, descriptor.tensors[entry.tensor], prober, names, facts)
+            if problem:
+                raise _Finding(("generation", "data_ranges", index, "distinct"), f"{problem} {prober.where}")
 
 
 def _rules_hold(prober: _Prober, descriptor: Descriptor, names: dict[str, Any], facts: dict) -> bool:
@@ -521,6 +528,23 @@ def _rules_hold(prober: _Prober, descriptor: Descriptor, names: dict[str, Any], 
                 is_free(w) or (isinstance(w, int) and (1 <= a <= w if c.bound == "upper" else a == w))
                 for a, w in zip(desc.sizes, want))
     return holds
+
+
+def _distinct_problem(distinct: Any, desc: Any, prober: _Prober, names: dict[str, Any], facts: dict) -> str | None:
+    """What is wrong with a range's `distinct` rule on one descriptor: its axis must be one of the
+    tensor's dims, its modulo a positive integer (within lines) or one per position of that axis
+    (within tensor); an expression without a value is not in force."""
+    axis, modulo = prober.ev(distinct.axis, names, facts), prober.ev(distinct.modulo, names, facts)
+    if axis is None or modulo is None:
+        return None
+    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < len(desc.sizes):
+        return f"distinct.axis is {axis!r}, not a dimension of the tensor's {len(desc.sizes)}"
+    if distinct.within == "lines":
+        ok = isinstance(modulo, int) and not isinstance(modulo, bool) and modulo >= 1
+        return None if ok else f"distinct.modulo is {modulo!r}, not a positive integer"
+    ok = isinstance(modulo, list) and len(modulo) == desc.sizes[axis] and all(
+        isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in modulo)
+    return None if ok else f"distinct.modulo is {modulo!r}, not {desc.sizes[axis]} positive integers (one per tuple coordinate)"
 
 
 def _in_force(prober: _Prober, table: SupportTable, entry: Any, descriptor: Descriptor, names: dict[str, Any], facts: dict,

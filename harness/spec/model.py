@@ -295,6 +295,21 @@ class DataRange:
     when: ShapeExpr | None = None
     applies_to: tuple[str, ...] | None = None
     outside: float = 0.0
+    distinct: "Distinct | None" = None
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """Values of a ranged tensor that must not repeat (`generation.data_ranges[].distinct`): where
+    two equal indices make the page's result undetermined (two scatter writes to one element),
+    random data would repeat them often. `within: lines`: along each line of the tensor along
+    `axis`, no two values are equal modulo `modulo` (an integer: i and i - size name one element);
+    `within: tensor`: the lines along `axis` (index tuples) are pairwise different, coordinate k
+    taken modulo `modulo[k]` (a list as long as the axis)."""
+
+    within: str  # lines | tensor
+    axis: ShapeExpr
+    modulo: ShapeExpr
 
 
 FEATURE_LEVEL_NAME = "FeatureLevel"

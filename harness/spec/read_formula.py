@@ -17,7 +17,8 @@ import numpy as np
 from harness.spec.catalog import Catalog, DataType
 from harness.spec.expr import ELEMENT_NAMES, FLOAT, INTEGER, Formula, FormulaError, KindFacts, Kinds, check_kinds, parse_formula
 from harness.spec.families import element_variables, formula_variables, read_family
-from harness.spec.model import (MAX_DIMENSIONS, Comparison, DataRange, Example, Favour, FieldSpec, Limit, OperatorFormula,
+from harness.spec.model import (MAX_DIMENSIONS, Comparison, DataRange, Distinct, Example, Favour, FieldSpec, Limit,
+                                OperatorFormula,
                                 SupportTable, Unspecified, enum_members, level_names, shape_names, struct_variables)
 from harness.spec.read_fields import _Roles, _check_types, _shape_expr
 from harness.spec.shape_expr import ShapeExpr, without_text
@@ -470,6 +471,12 @@ def _read_data_ranges(src: SourcedYaml, data: dict, catalog: Catalog, fields: li
                     raise src.error(path + (key,), problem)
         if isinstance(ends["min"], int) and isinstance(ends["max"], int) and ends["min"] > ends["max"]:
             raise src.error(path, f"min {ends['min']} is above max {ends['max']}: the range is empty")
+        distinct = None
+        if "distinct" in raw:
+            d = raw["distinct"]
+            distinct = Distinct(d["within"], _shape_expr(src, path + ("distinct", "axis"), d["axis"], fields, roles, extra),
+                                _shape_expr(src, path + ("distinct", "modulo"), d["modulo"], fields, roles, extra))
         ranges.append(DataRange(raw["tensor"], low, high, raw["why"], when,
-                                tuple(raw["applies_to"]) if "applies_to" in raw else None, float(raw.get("outside", 0.0))))
+                                tuple(raw["applies_to"]) if "applies_to" in raw else None, float(raw.get("outside", 0.0)),
+                                distinct))
     return ranges

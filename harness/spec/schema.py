@@ -221,6 +221,10 @@ OPERATOR_SCHEMA: dict = {
                 "type": "object", "additionalProperties": False, "required": ["tensor", "min", "max", "why"],
                 "properties": {"tensor": _NAME, "min": _EXPR, "max": _EXPR, "when": _EXPR, "applies_to": _TYPE_LIST,
                                "outside": {"type": "number", "minimum": 0, "maximum": 1},
+                               "distinct": {"type": "object", "additionalProperties": False,
+                                            "required": ["within", "axis", "modulo"],
+                                            "properties": {"within": {"enum": ["lines", "tensor"]},
+                                                           "axis": _EXPR, "modulo": _EXPR}},
                                "why": {"type": "string"}}}}}},
         # differences from the API pages kept on purpose; `spec check-docs` reports them as recorded
         "docs_drift": {"type": "array", "items": {

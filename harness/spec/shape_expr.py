@@ -110,7 +110,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sorted": sorted, "bit_length": lambda n: int(n).bit_length(), "divisors": _divisors,
     "free_in": lambda values: _FreeIn(values),
 }
-TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present")
+TENSOR_FACTS = ("Sizes", "DimensionCount", "DataType", "present", "Strides")
 
 
 class _Free:
@@ -153,6 +153,7 @@ class TensorFacts:
     sizes: tuple[int, ...] | None
     dimension_count: int | None = None  # None: len(sizes) (an invalid descriptor may say otherwise)
     data_type: int | None = None  # its DML_TENSOR_DATA_TYPE value (None: not known to the caller)
+    strides: tuple[int, ...] | None = None  # None: packed (what a null Strides pointer means)
 
     def fact(self, name: str) -> Any:
         if name == "present":
@@ -161,6 +162,15 @@ class TensorFacts:
             raise _Undefined(f"reads {name} of an absent tensor")
         if name == "Sizes":
             return list(self.sizes)
+        if name == "Strides":  # in elements; an expectation's descriptor_when tells broadcast layouts apart
+            if self.strides is not None:
+                return list(self.strides)
+            packed: list[int] = []
+            step = 1
+            for size in reversed(self.sizes):
+                packed.insert(0, step)
+                step *= size
+            return packed
         if name == "DataType":
             if self.data_type is None:
                 raise _Undefined("reads DataType without a catalog")

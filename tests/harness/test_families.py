@@ -72,3 +72,41 @@ def test_every_declared_family_has_exactly_one_plugin():
     for name, plugin in PLUGINS.items():
         assert plugin.declaration is DECLARATIONS[name] and callable(plugin.compute)
     assert PLUGINS["reduce"].device is not None  # the arithmetic reduction's legal device
+
+
+def test_hardmax_over_a_flushed_denormal_is_legal_and_named():
+    # [+0, 1e-45]: exactly, 1e-45 is the largest (1 at index 1); flushed, [+0, +0] ties and the
+    # first wins (1 at index 0): legal, liberty named; a value that is neither 0 nor 1 is wrong.
+    # (Alternatives are judged per element, so a mix of the two results, [1, 1], passes too: a
+    # limit of the judge, which has no whole-output alternatives.)
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    spec, case = _case("ACTIVATION_HARDMAX1", types, {"InputTensor": [2], "OutputTensor": [2]},
+                       {"InputTensor": [0.0, 1.0e-45]}, {"Axes": [0]})
+    assert _judge(spec, case, {"OutputTensor": [0.0, 1.0]}).status == "pass"
+    flushed = _judge(spec, case, {"OutputTensor": [1.0, 0.0]})
+    assert flushed.status == "pass" and flushed.liberties, flushed.summary
+    assert _judge(spec, case, {"OutputTensor": [0.5, 0.0]}).status == "mismatch"
+
+
+def test_softmax_bound_accepts_a_few_steps_and_a_nan_row_gets_no_slack():
+    # Row [0, 1]: 1/(1+e) = 0.26894142..., e/(1+e) = 0.73105858... (N = 2: a bound of about 30
+    # eps relative); 3 ULPs off is legal (liberty rounding), 1e-4 off is not. Row [NaN, 1]: NaN, exactly.
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    spec, case = _case("ACTIVATION_SOFTMAX1", types, {"InputTensor": [2, 2], "OutputTensor": [2, 2]},
+                       {"InputTensor": [0.0, 1.0, np.nan, 1.0]}, {"Axes": [1]})
+    exact = np.array([0.2689414213699951, 0.7310585786300049], dtype=np.float32)
+    near = [np.float32(exact[0]) + 3 * np.spacing(exact[0]), exact[1], np.nan, np.nan]
+    within = _judge(spec, case, {"OutputTensor": near})
+    assert within.status == "pass" and within.liberties, within.summary
+    assert _judge(spec, case, {"OutputTensor": [exact[0] + 1e-4, exact[1], np.nan, np.nan]}).status == "mismatch"
+    assert _judge(spec, case, {"OutputTensor": [exact[0], exact[1], 0.0, 1.0]}).status == "mismatch"
+
+
+def test_log_softmax_keeps_minus_infinity():
+    # Row [0, -inf]: [ln 1, ln 0] = [0, -inf]; a finite value for the -inf element is wrong
+    # however large its magnitude (no bound widens an infinite exact value).
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    spec, case = _case("ACTIVATION_LOG_SOFTMAX1", types, {"InputTensor": [2], "OutputTensor": [2]},
+                       {"InputTensor": [0.0, -np.inf]}, {"Axes": [0]})
+    assert _judge(spec, case, {"OutputTensor": [0.0, -np.inf]}).status == "pass"
+    assert _judge(spec, case, {"OutputTensor": [0.0, -3.0e38]}).status == "mismatch"

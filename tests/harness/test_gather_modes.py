@@ -225,3 +225,162 @@ def test_onnx_runtime_index_outside_is_unsupported(ort, op, indices, bound):
     t, arrays, kw = _case(types, sizes, {"InputTensor": [1, 2, 3], "IndicesTensor": indices}, attrs)
     result, _ = _ort_run(ort, op, t, arrays, kw)
     assert result.kind == "unsupported" and bound in result.reason, result
+
+
+# --- scatter_elements and scatter_nd (SCATTER_ELEMENTS, SCATTER_ND) -----------------------------------
+
+_SE = {"InputTensor": "FLOAT32", "IndicesTensor": "INT32", "UpdatesTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+
+
+def _scatter_elements(x: list, indices: list, updates: list, axis: int = 0, shape: tuple | None = None):
+    """The plug-in's result for SCATTER_ELEMENTS on a 1-D (or `shape`d) case of FLOAT32 values."""
+    spec = SPECS.operator("SCATTER_ELEMENTS")
+    xs, ix = list(shape or [len(x)]), [len(indices)] if shape is None else list(np.asarray(indices).shape)
+    d = Descriptor("SCATTER_ELEMENTS", {"InputTensor": TensorDesc("FLOAT32", xs), "IndicesTensor": TensorDesc("INT32", ix),
+                                        "UpdatesTensor": TensorDesc("FLOAT32", ix), "OutputTensor": TensorDesc("FLOAT32", xs)},
+                   {"Axis": float(axis)})
+    return compute(spec, d, {"x": np.asarray(x, dtype=np.float32).reshape(xs), "i": np.asarray(indices, dtype=np.int32).reshape(ix),
+                             "u": np.asarray(updates, dtype=np.float32).reshape(ix)})
+
+
+def test_scatter_elements_writes_along_the_axis_from_a_strided_input():
+    # input {2,3} rows [1,2,3],[4,5,6] read through a transposed view (not C-ordered: the plug-in must
+    # still write its copy), Axis 1, indices [[2],[0]], updates [[7],[8]]: [1,2,7] and [8,5,6]
+    spec = SPECS.operator("SCATTER_ELEMENTS")
+    x = np.asarray([[1, 4], [2, 5], [3, 6]], dtype=np.float32).T
+    d = Descriptor("SCATTER_ELEMENTS", {"InputTensor": TensorDesc("FLOAT32", [2, 3]), "IndicesTensor": TensorDesc("INT32", [2, 1]),
+                                        "UpdatesTensor": TensorDesc("FLOAT32", [2, 1]), "OutputTensor": TensorDesc("FLOAT32", [2, 3])},
+                   {"Axis": 1.0})
+    result = compute(spec, d, {"x": x, "i": np.asarray([[2], [0]], dtype=np.int32), "u": np.asarray([[7], [8]], dtype=np.float32)})
+    assert result.outputs["OutputTensor"].reshape(-1).tolist() == [1, 2, 7, 8, 5, 6]
+    assert not result.unspecified["OutputTensor"]
+
+
+def test_scatter_duplicates_mark_only_elements_written_with_different_values():
+    # input [0,0,0,0], indices [1,1,3,3,-4], updates [5,6,7,7,9]: element 1 gets 5 and 6 (open), element 3
+    # gets 7 twice (determined: 7), element 0 gets 9 (-4 + 4), element 2 keeps 0
+    result = _scatter_elements([0, 0, 0, 0], [1, 1, 3, 3, -4], [5, 6, 7, 7, 9])
+    masks = result.unspecified["OutputTensor"]
+    assert set(masks) == {"duplicate_index"}
+    assert masks["duplicate_index"].tolist() == [False, True, False, False]
+    out = result.outputs["OutputTensor"].tolist()
+    assert [out[0], out[2], out[3]] == [9, 0, 7] and out[1] in (5, 6)
+
+
+def test_scatter_an_index_outside_leaves_the_whole_output_open():
+    # input [1,2,3], indices [0,3]: 3 is outside [-3, 3); where its update goes is unknown
+    masks = _scatter_elements([1, 2, 3], [0, 3], [8, 9]).unspecified["OutputTensor"]
+    assert masks["index_out_of_range"].tolist() == [True, True, True]
+
+
+def test_scatter_nd_tuples_write_slices_and_duplicates_are_marked():
+    # input {2,2,2} = 0..7, I 3; INT32 2-tuples {1,3,2} [[1,0],[0,-1],[1,0]] (J 3... here 2 meaningful: {3,2}),
+    # updates {1,3,2} [[10,11],[20,21],[10,12]]: x[1,0,:] <- [10,11] then [10,12] (element 5 open, 4 is 10),
+    # x[0,1,:] <- [20,21]; x[0,0,:] and x[1,1,:] kept
+    spec = SPECS.operator("SCATTER_ND")
+    d = Descriptor("SCATTER_ND", {"InputTensor": TensorDesc("FLOAT32", [2, 2, 2]), "IndicesTensor": TensorDesc("INT32", [1, 3, 2]),
+                                  "UpdatesTensor": TensorDesc("FLOAT32", [1, 3, 2]), "OutputTensor": TensorDesc("FLOAT32", [2, 2, 2])},
+                   {"InputDimensionCount": 3.0, "IndicesDimensionCount": 2.0})
+    result = compute(spec, d, {"x": np.arange(8, dtype=np.float32).reshape(2, 2, 2),
+                               "i": np.asarray([1, 0, 0, -1, 1, 0], dtype=np.int32).reshape(1, 3, 2),
+                               "u": np.asarray([10, 11, 20, 21, 10, 12], dtype=np.float32).reshape(1, 3, 2)})
+    out = result.outputs["OutputTensor"].reshape(-1).tolist()
+    assert out[:4] == [0, 1, 20, 21] and out[4] == 10 and out[6:] == [6, 7]
+    assert result.unspecified["OutputTensor"]["duplicate_index"].reshape(-1).tolist() == [False] * 5 + [True, False, False]
+
+
+def test_a_scatter_mode_needs_updates():
+    with pytest.raises(ValueError, match="needs updates"):
+        check_mode(FamilySpec("gather", {"mode": "scatter_elements", "input": "InputTensor", "indices": "IndicesTensor", "axis": "Axis"}))
+
+
+@pytest.mark.parametrize("indices, updates, axis, rules", [
+    ([2, 2], [2, 2], 1, set()),
+    ([2, 4], [2, 4], 1, set()),                                   # more than the axis' 3: valid by the page
+    ([1, 2], [1, 2], 1, {"constraint.indices_sizes"}),            # dim 0 is not the axis: must be the input's 2
+    ([2, 2], [2, 3], 1, {"constraint.updates_sizes"}),
+])
+def test_scatter_elements_rules(indices, updates, axis, rules):
+    d = Descriptor("SCATTER_ELEMENTS", {"InputTensor": TensorDesc("FLOAT32", [2, 3]), "IndicesTensor": TensorDesc("UINT32", indices),
+                                        "UpdatesTensor": TensorDesc("FLOAT32", updates), "OutputTensor": TensorDesc("FLOAT32", [2, 3])},
+                   {"Axis": float(axis)})
+    assert validate(SPECS.operator("SCATTER_ELEMENTS"), d, "6.4").rule_ids == rules
+
+
+@pytest.mark.parametrize("indices, updates, attrs, rules", [
+    ([1, 2, 1], [2, 3, 4], (3, 2), set()),                         # two 1-tuples into dim 0 of {2,3,4}: {2} + {3,4}
+    ([1, 2, 2], [1, 2, 4], (3, 2), set()),                         # two 2-tuples: {2} + {4}, a leading 1
+    ([1, 2, 2], [1, 1, 2], (3, 2), {"constraint.updates_sizes"}),
+    ([1, 2, 4], [1, 1, 2], (3, 2), {"constraint.tuple_size"}),     # 4 coordinates for 3 dims
+])
+def test_scatter_nd_rules(indices, updates, attrs, rules):
+    i, j = attrs
+    d = Descriptor("SCATTER_ND", {"InputTensor": TensorDesc("FLOAT32", [2, 3, 4]), "IndicesTensor": TensorDesc("UINT32", indices),
+                                  "UpdatesTensor": TensorDesc("FLOAT32", updates), "OutputTensor": TensorDesc("FLOAT32", [2, 3, 4])},
+                   {"InputDimensionCount": float(i), "IndicesDimensionCount": float(j)})
+    assert validate(SPECS.operator("SCATTER_ND"), d, "6.4").rule_ids == rules
+
+
+def test_distinct_lines_never_repeat_a_position():
+    # lines of 3 along axis 1 of a {2,3} tensor (a leading data-set axis of 4), range [-3, 2] modulo 3:
+    # each line names three different elements, negative spellings included somewhere
+    from harness.generate.data import distinct_lines
+    rng = np.random.default_rng(7)
+    out = distinct_lines(np.zeros((4, 2, 3), dtype=np.int32), 1, -3, 2, 3, rng)
+    assert all(sorted((out[s, r] % 3).tolist()) == [0, 1, 2] for s in range(4) for r in range(2))
+    assert out.min() >= -3 and out.max() <= 2 and (out < 0).any()
+
+
+def test_distinct_tuples_are_pairwise_different():
+    # six 2-tuples into dims of sizes 2 and 3 (all six positions), unsigned range [0, 2]: coordinate 0
+    # modulo 2 has positions {0, 1}, so every tuple of the space appears once
+    from harness.generate.data import distinct_tuples
+    rng = np.random.default_rng(3)
+    out = distinct_tuples(np.zeros((2, 6, 2), dtype=np.uint32), 1, 0, 2, [2, 3], rng)
+    for s in range(2):
+        assert sorted(map(tuple, out[s].tolist())) == [(a, b) for a in range(2) for b in range(3)]
+
+
+def test_scatter_generation_draws_no_duplicates():
+    # SCATTER_ELEMENTS's generated valid data: where each line is no longer than the axis, no
+    # element is written twice, so nothing is marked duplicate_index
+    from harness.generate.data import make_input_batch
+    from harness.model.descriptor import Descriptor as D
+    spec = SPECS.operator("SCATTER_ELEMENTS")
+    d = D("SCATTER_ELEMENTS", {"InputTensor": TensorDesc("INT8", [3, 4]), "IndicesTensor": TensorDesc("INT64", [3, 4]),
+                               "UpdatesTensor": TensorDesc("INT8", [3, 4]), "OutputTensor": TensorDesc("INT8", [3, 4])}, {"Axis": 1.0})
+    for buffers in make_input_batch(spec, d, seed=11, count=6, level="6.4"):
+        indices = np.frombuffer(buffers["IndicesTensor"], dtype=np.int64)[:12].reshape(3, 4)
+        if ((indices < -4) | (indices > 3)).any():
+            continue  # a data set given values just outside the range
+        assert all(sorted((row % 4).tolist()) == [0, 1, 2, 3] for row in indices)
+
+
+def test_onnx_runtime_scatter_elements(ort):
+    # the page's Example 2: a zero {3,3}, Axis 0, indices [[1,0,2],[0,2,1]], updates [[10,11,12],[20,21,22]]
+    types = {"InputTensor": "FLOAT32", "IndicesTensor": "UINT32", "UpdatesTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    sizes = {"InputTensor": [3, 3], "IndicesTensor": [2, 3], "UpdatesTensor": [2, 3], "OutputTensor": [3, 3]}
+    t, arrays, kw = _case(types, sizes, {"InputTensor": [0] * 9, "IndicesTensor": [1, 0, 2, 0, 2, 1],
+                                         "UpdatesTensor": [10, 11, 12, 20, 21, 22]}, {"Axis": 0})
+    result, out = _ort_run(ort, "SCATTER_ELEMENTS", t, arrays, kw)
+    assert result.kind == "outputs", result
+    assert out == [20, 11, 0, 10, 0, 22, 0, 21, 12]
+
+
+def test_onnx_runtime_scatter_nd_below_a_leading_one(ort):
+    # input {1,3,2} = [[1,2],[3,4],[5,6]], I 2; 1-tuples {1,2,1} [[2],[-3]], J 2; updates {1,2,2}: rows 2 and 0
+    types = {"InputTensor": "INT16", "IndicesTensor": "INT64", "UpdatesTensor": "INT16", "OutputTensor": "INT16"}
+    sizes = {"InputTensor": [1, 3, 2], "IndicesTensor": [1, 2, 1], "UpdatesTensor": [1, 2, 2], "OutputTensor": [1, 3, 2]}
+    t, arrays, kw = _case(types, sizes, {"InputTensor": range(1, 7), "IndicesTensor": [2, -3], "UpdatesTensor": [10, 11, 12, 13]},
+                          {"InputDimensionCount": 2, "IndicesDimensionCount": 2})
+    result, out = _ort_run(ort, "SCATTER_ND", t, arrays, kw)
+    assert result.kind == "outputs", result
+    assert out == [12, 13, 3, 4, 10, 11]
+
+
+def test_onnx_runtime_scatter_index_outside_is_unsupported(ort):
+    types = {"InputTensor": "FLOAT32", "IndicesTensor": "INT32", "UpdatesTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
+    sizes = {"InputTensor": [3], "IndicesTensor": [2], "UpdatesTensor": [2], "OutputTensor": [3]}
+    t, arrays, kw = _case(types, sizes, {"InputTensor": [1, 2, 3], "IndicesTensor": [0, -4], "UpdatesTensor": [5, 6]}, {"Axis": 0})
+    result, _ = _ort_run(ort, "SCATTER_ELEMENTS", t, arrays, kw)
+    assert result.kind == "unsupported" and "outside [-3, 2]" in result.reason, result

@@ -242,3 +242,15 @@ def test_the_shipped_specs_load_with_their_docs_drift_records():
     specs = load_specs(DEFAULT_SPECS_DIR)
     keys = {(s.name, d["key"]) for s in specs.operators.values() for d in s.docs_drift}
     assert ("SLICE1", "field.InputWindowStrides.c_type") in keys and ("PADDING1", "field.PaddingMode.c_type") in keys
+
+
+def test_a_page_is_found_by_its_specs_desc_struct():
+    # a spec named after its DML_OPERATOR_TYPE (SCATTER_ELEMENTS) keeps the struct its page documents
+    # (DML_SCATTER_OPERATOR_DESC, the page's operator SCATTER): check-docs pairs them; a page whose
+    # name is a spec's keeps it, and one of no spec stays under its own name
+    from types import SimpleNamespace
+    from harness.cli import _pages_by_spec
+    operators = {"SCATTER_ELEMENTS": SimpleNamespace(desc_struct="DML_SCATTER_OPERATOR_DESC"),
+                 "TOP_K": SimpleNamespace(desc_struct="DML_TOP_K_OPERATOR_DESC")}
+    paired = _pages_by_spec({"SCATTER": ["scatter-page"], "TOP_K": ["top-k-page"], "RNN": ["rnn-page"]}, operators)
+    assert paired == {"SCATTER_ELEMENTS": ["scatter-page"], "TOP_K": ["top-k-page"], "RNN": ["rnn-page"]}

@@ -20,6 +20,14 @@ shape of one DirectML desc, so that no operator is named here:
   The result is {batch, the index dims between batch and tuple, the input's dims after the
   tuple's}, right-aligned into the output's Sizes (leading 1s added), so it is reshaped.
 
+- `scatter_elements` and `scatter_nd`: the inverse moves. The output is a copy of the input whose
+  elements that `elements` (or `nd`, without batches) would read for each index (tuple) are
+  overwritten by the `updates` element (slice) at the index's position: output[p with p[axis]
+  = indices[p]] = updates[p], or output[tuple, ...] = updates[tuple's position, ...]. Two writes
+  to one element ("no guarantee of which last write wins") are the spec's to leave open: the
+  plug-in counts, per output element, the different values written there beyond the first
+  (`conflicting_writes`), for the spec's `unspecified` rule.
+
 A negative index counts from the end of the dimension it indexes. Which indices are valid is the
 spec's to say, not the plug-in's: it gives the spec's `unspecified` rules, per output element,
 the index that selected it (`index`) and the size of the dimension it indexes (`axis_size`) (its
@@ -47,6 +55,8 @@ _MODE_PARAMS: dict[str, tuple[str, ...]] = {
     "take": ("axis", "index_dimensions"),
     "elements": ("axis",),
     "nd": ("input_dimensions", "index_dimensions"),
+    "scatter_elements": ("axis",),
+    "scatter_nd": ("input_dimensions", "index_dimensions"),
 }
 
 
@@ -70,6 +80,8 @@ def check_mode(family: FamilySpec) -> str:
     case the reference computes (the spec's worked examples, in tests/harness/test_reference_vectors.py)."""
     mode = str(family.params.get("mode", "take"))
     needs = _MODE_PARAMS[mode]
+    if mode.startswith("scatter_") and "updates" not in family.params:
+        raise ValueError(f"gather family, mode {mode}: needs updates")
     missing = [k for k in needs if k not in family.params]
     extra = [k for k in ("axis", "index_dimensions", "input_dimensions", "batch_dimensions")
              if k in family.params and k not in needs and not (mode == "nd" and k == "batch_dimensions")]
@@ -142,6 +154,89 @@ def _nd(x: np.ndarray, indices: np.ndarray, input_dims: int, index_dims: int, ba
     return np.ascontiguousarray(picked).reshape(out_shape), per_element(index), per_element(size)
 
 
+def _unsigned_bits(values: np.ndarray) -> np.ndarray:
+    """Each value's bit pattern as an unsigned integer of its width (for telling values apart
+    bit for bit: NaN payloads and signed zeros differ, as a bitwise comparison sees them)."""
+    return values.view(np.dtype(f"u{values.dtype.itemsize}"))
+
+
+def _write(target: np.ndarray, flat_positions: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Write `values` into `target` (contiguous) at the flat `flat_positions`; return, per element
+    of `target`, how many different bit patterns were written there less one (0 where none or
+    one). Which of several different writes lands is not the reference's to say: the count is
+    what lets the spec leave those elements open."""
+    assert target.flags.c_contiguous, "a strided target would be written through a copy"
+    flat_target = target.reshape(-1)
+    positions, written = flat_positions.reshape(-1), values.reshape(-1)
+    flat_target[positions] = written
+    bits = _unsigned_bits(np.ascontiguousarray(written)).astype(np.uint64)
+    order = np.lexsort((bits, positions))
+    sorted_positions, sorted_bits = positions[order], bits[order]
+    new = np.ones(sorted_positions.size, dtype=bool)
+    new[1:] = (sorted_positions[1:] != sorted_positions[:-1]) | (sorted_bits[1:] != sorted_bits[:-1])
+    distinct = np.bincount(sorted_positions[new], minlength=flat_target.size)
+    return np.maximum(distinct - 1, 0).reshape(target.shape)
+
+
+def _scatter_facts(out_shape: tuple[int, ...], written_index: np.ndarray, indices: np.ndarray,
+                   sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(`index`, `axis_size`) per output element of a scatter: the index that wrote it (0 where
+    none did) with its dimension's size; where any index lies outside [-size, size), that index
+    and its size in every element, since a write that goes astray may land on any element."""
+    bad = (indices < -sizes) | (indices >= sizes)
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        size = np.broadcast_to(sizes, indices.shape)[where]
+        return np.full(out_shape, indices[where], dtype=np.int64), np.full(out_shape, size, dtype=np.int64)
+    first_size = int(np.reshape(sizes, -1)[0]) if np.size(sizes) else 1  # the dimension `index` indexes
+    return written_index, np.full(out_shape, first_size, dtype=np.int64)
+
+
+def _scatter_elements(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,
+                      out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mode scatter_elements: indices and updates share Sizes, the input's on every dim but
+    `axis` (the spec's shape rules); updates[p] is written at p with p[axis] replaced by
+    indices[p]. Indices outside the axis write nothing here (the spec leaves the output open)."""
+    axis_size = x.shape[axis]
+    position, valid = _normalised(indices, axis_size)
+    coords: list[np.ndarray] = list(np.indices(indices.shape, sparse=False))
+    coords[axis] = position
+    flat = np.asarray(np.ravel_multi_index(tuple(c[valid] for c in coords), x.shape))
+    out = np.array(x, order="C", copy=True)  # C order: _write writes through a flat view
+    conflicts = _write(out, flat, updates[valid])
+    written_index = np.zeros(x.shape, dtype=np.int64)
+    written_index.reshape(-1)[flat] = indices[valid]
+    index, size = _scatter_facts(x.shape, written_index, indices, np.asarray(np.int64(axis_size)))
+    return out.reshape(out_shape), index.reshape(out_shape), size.reshape(out_shape), conflicts.reshape(out_shape)
+
+
+def _scatter_nd(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, input_dims: int, index_dims: int,
+                out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mode scatter_nd: the meaningful dims (leading 1s dropped, as in nd); each tuple of t
+    coordinates names a slice of the input's dims after its first t, and the updates hold one such
+    slice per tuple, in the tuples' order. A tuple with a coordinate outside its dimension writes
+    nothing here (the spec leaves the output open)."""
+    xm = np.array(x[(0,) * (x.ndim - input_dims)], order="C", copy=True)  # C order: _write writes through a flat view
+    im = indices[(0,) * (indices.ndim - index_dims)]
+    tuple_size = im.shape[-1]
+    if tuple_size > xm.ndim:
+        raise ValueError(f"scatter nd: {tuple_size}-coordinate tuples do not fit an input of {xm.ndim} meaningful dims "
+                         "(the spec's rules should have refused this descriptor)")
+    coords = im.reshape(-1, tuple_size)
+    sizes = np.asarray(xm.shape[:tuple_size], dtype=np.int64)
+    position, valid = _normalised(coords, sizes)
+    whole = valid.all(axis=-1)
+    slice_len = int(np.prod(xm.shape[tuple_size:], dtype=np.int64))
+    block = updates.reshape(coords.shape[0], slice_len)
+    starts = np.asarray(np.ravel_multi_index(tuple(position[whole].T), xm.shape[:tuple_size]))  # a Size is >= 1: t >= 1
+    flat = (starts[:, None] * slice_len + np.arange(slice_len)[None, :]).reshape(-1)
+    conflicts = _write(xm, flat, block[whole])
+    written_index = np.zeros(xm.shape, dtype=np.int64)
+    written_index.reshape(-1)[flat] = np.repeat(coords[whole][:, 0], slice_len)  # each tuple's first coordinate
+    index, size = _scatter_facts(xm.shape, written_index, coords, sizes)
+    return xm.reshape(out_shape), index.reshape(out_shape), size.reshape(out_shape), conflicts.reshape(out_shape)
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
@@ -156,7 +251,15 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     out_desc = descriptor.tensors[out_name]
     assert out_desc is not None
     out_shape = tuple(out_desc.sizes)
-    if mode == "take":
+    conflicts: np.ndarray | int = 0
+    if mode.startswith("scatter_"):
+        updates = np.asarray(inputs[_variable(spec, family.params["updates"])])
+        if mode == "scatter_elements":
+            picked, index_per_element, axis_size, conflicts = _scatter_elements(x, indices, updates, scalar("axis"), out_shape)
+        else:
+            picked, index_per_element, axis_size, conflicts = _scatter_nd(
+                x, indices, updates, scalar("input_dimensions"), scalar("index_dimensions"), out_shape)
+    elif mode == "take":
         picked, index_per_element, axis_size = _take(x, indices, scalar("axis"), scalar("index_dimensions"), out_shape)
     elif mode == "elements":
         picked, index_per_element, axis_size = _elements(x, indices, scalar("axis"), out_shape)
@@ -168,8 +271,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     var = _variable(spec, family.params["input"])
     family_result.summaries[var] = result  # the value copied there: what expectation files' `when` reads
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
-    ctx = formula_context(spec, types, {var: result, "index": index_per_element,
-                                        "axis_size": axis_size}, descriptor.attributes)
+    ctx = formula_context(spec, types, {var: result, "index": index_per_element, "axis_size": axis_size,
+                                        "conflicting_writes": np.asarray(conflicts)}, descriptor.attributes)
     masks = {}
     for rule in spec.unspecified:
         if not rule.concerns(out_name, out_desc.data_type):

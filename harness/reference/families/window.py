@@ -11,6 +11,9 @@ fused activation composes over it (harness.spec.fused), exactly as for the matmu
 judgement this family shares (harness.reference.families.matmul.dot_epilogue): the bound of the
 dot product, the fp32 input flush, the unspecified rules over the epilogue.
 
+A pooling (`combine` max, average or lp: no filter, the window's extent from `window_size`) reads
+the same windows and is computed in harness.reference.families.pooling.
+
 The spec names everything (harness.spec.families): the `input` and `filter` tensors, the arrays
 `strides`, `dilations`, `start`, `end` (and `output_padding`, which only the output's Sizes show: the
 positions it adds past the window's reach read nothing, in either direction),
@@ -29,6 +32,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
+from harness.reference.families import pooling
 from harness.reference.families.result import FamilyPlugin, FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
 from harness.reference.families.windowing import Window, output_padded, past_reach, window_positions
@@ -88,6 +92,8 @@ def _masked_dot(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> tuple[np.nda
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
+    if family.params.get("combine", "dot") != "dot":  # a pooling: the same windows, no filter
+        return pooling.compute(spec, descriptor, inputs)
     names, facts = expression_scope(spec, descriptor)
     p = family.params
     transposed = bool(family.expression("transposed").evaluate(names, facts))  # type: ignore[union-attr]
@@ -135,4 +141,16 @@ def _output_padding(p: dict, names: dict, rank: int) -> tuple[int, ...]:
     return tuple(values[d] if d < len(values) else 0 for d in range(rank))
 
 
-PLUGIN = FamilyPlugin(DECLARATIONS["window"], compute)
+def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
+                 rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One legal device's outputs (the worst legal backend): a pooling's own (an arithmetic one at
+    the edge of its bound); a dot product's exact result (its epilogue takes the element-wise
+    liberties in the judge)."""
+    family = spec.formula.family
+    assert family is not None
+    if family.params.get("combine", "dot") != "dot":
+        return pooling.legal_device(spec, descriptor, inputs, rng)
+    return compute(spec, descriptor, inputs).outputs
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["window"], compute, legal_device)

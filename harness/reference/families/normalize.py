@@ -1,0 +1,261 @@
+"""The normalize family: each output element is its input element normalised against the group of
+input elements that differ from it only along the spec's axes (an axis-wise activation).
+
+The axes come from the spec's `axes` shape expression (an array field, or a fixed list such as the
+last axis); the output has the input's shape. The mode is the spec's:
+
+- softmax: exp(x - m) / sum(exp(x - m)) over the group, m the group's largest element;
+- log_softmax: (x - m) - log(sum(exp(x - m)));
+- hardmax: 1 at the group's first largest element (row-major order over the axes, ascending by
+  axis, as the reduce family's index reductions count), 0 elsewhere.
+
+Why the shift by m: it is the mathematical function (exp(x) / sum exp(x) is the same value), and
+the form every implementation evaluates, since the literal exp(x) overflows FLOAT16 beyond 11.1.
+The exact values are float64: exp(x - m) is at most 1 and the sum at most N, so the float64 value
+is within a few float64 ULPs of the exact one, far inside the spec's bounds. IEEE propagation is
+kept: a group holding a NaN gives NaN everywhere (the sum is NaN), a group of -inf only gives NaN
+(0 / 0), a -inf element gives 0 (softmax) or -inf (log_softmax). A +inf element makes m infinite
+(inf - inf is NaN: NaN everywhere here); the spec marks such groups with an `unspecified` rule.
+
+Precision model. Softmax and log-softmax add N terms in an order the page leaves open and take exp
+and log under D3D's bounds; the spec states the largest |device - exact| per mode (`bounds`) over
+the bound variables this plug-in computes per output element (`N`, `arg` = |x - m|, `exact` and the
+type's facts). Hardmax is comparisons only: exact, with fp32 denormal inputs flushed as a legal
+alternative (a flushed denormal ties with a zero). The spec's element-wise `unspecified` rules are
+lifted to every output element of a group one of whose elements meets them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.model.descriptor import Descriptor
+from harness.model.facts import expression_scope
+from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.spec.catalog import DataType
+from harness.spec.context import formula_context
+from harness.spec.families import DECLARATIONS
+from harness.spec.model import OperatorSpec
+
+EXP2_RELATIVE = 2.0 ** -21  # D3D 11.3 §22.10.6: exp2's largest relative error
+
+
+class _Groups:
+    """One descriptor's grouping: the input with the normalised axes moved last and flattened into
+    one (kept..., N), and the way back to the input's layout."""
+
+    def __init__(self, spec: OperatorSpec, descriptor: Descriptor, shape: tuple[int, ...]) -> None:
+        family = spec.formula.family
+        assert family is not None
+        names, facts = expression_scope(spec, descriptor)
+        axes_expr = family.expression("axes")
+        assert axes_expr is not None
+        self.axes = sorted({int(a) for a in axes_expr.evaluate(names, facts)})
+        self.mode = family.choice("mode", names)
+        self.shape = shape
+        self.keep = [i for i in range(len(shape)) if i not in self.axes]
+        self.order = self.keep + self.axes
+
+    def group(self, x: np.ndarray) -> np.ndarray:
+        """`x` as (kept sizes..., N): each row one group, its elements row-major over the axes."""
+        return x.transpose(self.order).reshape([self.shape[i] for i in self.keep] + [-1])
+
+    def back(self, grouped: np.ndarray) -> np.ndarray:
+        """Group-shaped values (kept..., N) back in the input's layout."""
+        moved = grouped.reshape([self.shape[i] for i in self.order])
+        return np.ascontiguousarray(moved.transpose(np.argsort(self.order)))
+
+
+def _group_max(grouped64: np.ndarray) -> np.ndarray:
+    """Each group's largest element (NaN ignored; a group of NaN only: -inf), kept as (..., 1)."""
+    with np.errstate(invalid="ignore"):
+        return np.max(np.where(np.isnan(grouped64), -np.inf, grouped64), axis=-1, keepdims=True)
+
+
+def _exact(grouped64: np.ndarray, mode: str) -> np.ndarray:
+    """Softmax or log-softmax of each group, float64, IEEE propagation kept (module docstring)."""
+    m = _group_max(grouped64)
+    with np.errstate(all="ignore"):
+        shifted = grouped64 - m
+        total = np.sum(np.exp(shifted), axis=-1, keepdims=True)  # NaN where the group holds a NaN
+        if mode == "softmax":
+            return np.exp(shifted) / total
+        return shifted - np.log(total)
+
+
+def _hardmax(grouped: np.ndarray) -> np.ndarray:
+    """1.0 at each group's first largest element, 0.0 elsewhere (NaN ranks below everything: the
+    spec's rules mark groups holding one; this keeps the result defined)."""
+    values = np.where(np.isnan(grouped), -np.inf, grouped) if grouped.dtype.kind == "f" else grouped
+    first = np.argmax(values, axis=-1)[..., None]
+    return (np.arange(grouped.shape[-1]) == first).astype(np.float64)
+
+
+def _outputs(grouped: np.ndarray, mode: str, out_type: DataType) -> tuple[np.ndarray, np.ndarray]:
+    """(the output in its type, the exact float64 value), group-shaped."""
+    if mode == "hardmax":
+        exact = _hardmax(grouped)
+    else:
+        with np.errstate(invalid="ignore"):
+            exact = _exact(grouped.astype(np.float64), mode)
+    with np.errstate(all="ignore"):
+        return exact.astype(out_type.numpy), exact
+
+
+def _bound_variables(grouped64: np.ndarray, exact: np.ndarray, out_type: DataType) -> dict[str, object]:
+    """The family's bound variables (harness.spec.families NORMALIZE_FAMILY), per element (float64)."""
+    with np.errstate(invalid="ignore"):
+        arg = np.abs(grouped64 - _group_max(grouped64))
+    return {**type_bound_variables(out_type.numpy), "N": np.float64(grouped64.shape[-1]), "exact": exact,
+            "arg": np.where(np.isfinite(arg), arg, 0.0)}  # a non-finite element's result is IEEE's, exactly
+
+
+def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, grouped: np.ndarray, groups: _Groups,
+                 out_type: DataType) -> dict[str, np.ndarray]:
+    """The spec's element-wise rules over each group's elements, lifted to the whole group."""
+    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+    ctx = formula_context(spec, types, {var: grouped}, descriptor.attributes)
+    masks = {}
+    for rule in spec.unspecified:
+        if not rule.concerns(spec.formula.output, out_type.name):
+            continue
+        hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), grouped.shape)
+        if hit.any():
+            masks[rule.id] = groups.back(np.broadcast_to(hit.any(axis=-1, keepdims=True), grouped.shape))
+    return masks
+
+
+def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+    family = spec.formula.family
+    assert family is not None
+    var = next(iter(spec.formula.inputs))
+    x = np.asarray(inputs[var])
+    out_name = spec.formula.output
+    out_desc = descriptor.tensors[out_name]
+    assert out_desc is not None
+    out_type = spec.catalog.dtype(out_desc.data_type)
+    groups = _Groups(spec, descriptor, x.shape)
+    grouped = groups.group(x)
+    output, exact = _outputs(grouped, groups.mode, out_type)
+    result = FamilyResult({out_name: groups.back(output)})
+    bound = family.bound(groups.mode)
+    if bound is not None and out_type.is_float:
+        with np.errstate(invalid="ignore"):
+            grouped64 = grouped.astype(np.float64)
+        variables = _bound_variables(grouped64, exact, out_type)
+        atol = evaluate_bound(bound.atol, variables, grouped.shape, np.isnan(grouped64).any(axis=-1, keepdims=True))
+        atol = np.where(np.isfinite(exact), atol, 0.0)  # an infinite exact value (a -inf element) is IEEE's, exactly
+        result.bounds[out_name] = (groups.back(exact), groups.back(atol))
+        result.summaries["exact"] = groups.back(exact)
+        result.summaries["bound"] = groups.back(atol)
+    result.unspecified[out_name] = _unspecified(spec, descriptor, var, grouped, groups, out_type)
+    flushed = flush_f32_denormals(x)
+    if flushed is not None:
+        alternative, _ = _outputs(groups.group(flushed), groups.mode, out_type)
+        result.alternatives[out_name] = [("fp32_input_flush", groups.back(alternative))]
+    return result
+
+
+# --- one legal device, at the edge of the bounds -------------------------------------------------
+
+def _directed(values: np.ndarray, dtype: np.dtype, up: bool) -> np.ndarray:
+    """float64 `values` rounded to `dtype` toward +inf (`up`) or -inf: one of the two faithful
+    neighbours D3D allows, the one that pushes the result the chosen way."""
+    with np.errstate(all="ignore"):
+        rounded = values.astype(dtype)
+        wide = rounded.astype(np.float64)
+        if up:
+            step = np.isfinite(values) & (wide < values)
+            return np.where(step, np.nextafter(rounded, dtype.type(np.inf)), rounded).astype(dtype)
+        step = np.isfinite(values) & (wide > values)
+        return np.where(step, np.nextafter(rounded, dtype.type(-np.inf)), rounded).astype(dtype)
+
+
+def _toward_zero(values: np.ndarray) -> np.ndarray:
+    """FLOAT32 values converted to FLOAT16 toward zero."""
+    wide = values.astype(np.float64)
+    return np.where(wide < 0, _directed(wide, np.dtype(np.float16), True), _directed(wide, np.dtype(np.float16), False))
+
+
+def _edge_exp(shifted: np.ndarray, dtype: np.dtype, up: bool) -> np.ndarray:
+    """exp of the (rounded, non-positive) shifted arguments at the edge of the precision model's exp
+    rule: the argument's error (x * log2(e) and the constant, 2 eps relative) and exp2's 2^-21,
+    both the chosen way, then rounded the chosen way."""
+    eps = float(np.finfo(dtype).eps)
+    sign = 1.0 if up else -1.0
+    t = shifted.astype(np.float64)
+    with np.errstate(all="ignore"):
+        value = np.exp(t + sign * 2 * eps * np.abs(np.where(np.isfinite(t), t, 0.0))) * (1 + sign * EXP2_RELATIVE)
+    return np.where(t == 0, dtype.type(1), _directed(value, dtype, up)).astype(dtype)  # exp(+-0) = 1 exactly (§22.10.6)
+
+
+def _edge_sum(terms: np.ndarray, dtype: np.dtype, up: bool, rng: np.random.Generator) -> np.ndarray:
+    """The terms of each group added one by one in a random order, each step rounded the chosen way."""
+    order = rng.permutation(terms.shape[-1])
+    acc = terms[..., order[0]].astype(dtype)
+    for i in order[1:]:
+        acc = _directed(acc.astype(np.float64) + terms[..., i].astype(np.float64), dtype, up)
+    return acc[..., None]
+
+
+def _edge_log(total: np.ndarray, dtype: np.dtype, up: bool) -> np.ndarray:
+    """log of the computed sum at the edge of the precision model's log rule (FLOAT32: 3.3e-7
+    absolute and 2^-21 relative; FLOAT16: 2^-10 absolute), rounded the chosen way."""
+    sign = 1.0 if up else -1.0
+    t = total.astype(np.float64)
+    with np.errstate(all="ignore"):
+        exact = np.log(t)
+        if dtype == np.float16:
+            value = exact + sign * 2.0 ** -10
+        else:
+            value = exact + sign * (3.3052e-07 + EXP2_RELATIVE * np.abs(exact))
+    return _directed(np.where(np.isfinite(exact), value, exact), dtype, up)
+
+
+def _edge_normalise(grouped: np.ndarray, mode: str, dtype: np.dtype, up: bool, rng: np.random.Generator) -> np.ndarray:
+    """Softmax or log-softmax in `dtype`, every step at the edge of its rule, pushed up (`up`) or
+    down: the element's own terms one way, the sum the other (a device computing the numerator and
+    the sum in separate passes may round them differently)."""
+    with np.errstate(all="ignore"):
+        return _edge_steps(grouped, mode, dtype, up, rng)
+
+
+def _edge_steps(grouped: np.ndarray, mode: str, dtype: np.dtype, up: bool, rng: np.random.Generator) -> np.ndarray:
+    """_edge_normalise's steps (overflow and NaN warnings silenced there: IEEE values are intended)."""
+    x = grouped.astype(dtype)
+    m = _group_max(x.astype(np.float64)).astype(dtype)
+    shifted_up = _directed(x.astype(np.float64) - m.astype(np.float64), dtype, up)
+    shifted_down = _directed(x.astype(np.float64) - m.astype(np.float64), dtype, not up)
+    total = _edge_sum(_edge_exp(shifted_down, dtype, not up), dtype, not up, rng)
+    if mode == "softmax":
+        numerator = _edge_exp(shifted_up, dtype, up)
+        reciprocal = _directed(1.0 / total.astype(np.float64), dtype, up)  # division through the reciprocal
+        return _directed(numerator.astype(np.float64) * reciprocal.astype(np.float64), dtype, up)
+    log_total = _edge_log(total, dtype, not up)
+    return _directed(shifted_up.astype(np.float64) - log_total.astype(np.float64), dtype, up)
+
+
+def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
+                 rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The outputs of one legal device (the worst legal backend): softmax and log-softmax with every
+    step at the edge of its D3D rule, all pushed up or all down for the case (at random), in the
+    output's type (or FLOAT32 for a FLOAT16 output, at random, then converted toward zero or to
+    nearest); hardmax is exact."""
+    var = next(iter(spec.formula.inputs))
+    x = np.asarray(inputs[var])
+    out_name = spec.formula.output
+    out_desc = descriptor.tensors[out_name]
+    assert out_desc is not None
+    out_type = spec.catalog.dtype(out_desc.data_type)
+    groups = _Groups(spec, descriptor, x.shape)
+    if groups.mode == "hardmax" or not out_type.is_float or x.dtype.kind != "f":
+        return compute(spec, descriptor, inputs).outputs
+    widen = out_type.numpy == np.float16 and rng.random() < 0.5
+    compute_type = np.dtype(np.float32 if widen else out_type.numpy)
+    up = bool(rng.random() < 0.5)
+    values = _edge_normalise(groups.group(x), groups.mode, compute_type, up, rng)
+    if widen:  # FLOAT32 to FLOAT16: toward zero or to nearest (§3.2.2)
+        values = _toward_zero(values) if rng.random() < 0.5 else values.astype(np.float16)
+    return {out_name: groups.back(values.astype(out_type.numpy))}
+
+
+PLUGIN = FamilyPlugin(DECLARATIONS["normalize"], compute, legal_device)
