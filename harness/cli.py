@@ -69,8 +69,8 @@ def _pages(paths: list[str]):
 
 def _pages_by_spec(by_page_name: dict[str, list], operators: dict) -> dict[str, list]:
     """The pages keyed by the spec they document: a page names its operator after its desc
-    struct (DML_SCATTER_OPERATOR_DESC -> SCATTER), and a spec named after its DML_OPERATOR_TYPE
-    (SCATTER_ELEMENTS, whose struct DirectML.h aliases to the page's) is found by its desc_struct."""
+    struct, and a spec named after its DML_OPERATOR_TYPE where DirectML.h aliases that type to
+    another struct name (the page's) is found by its desc_struct."""
     by_struct = {spec.desc_struct.removeprefix("DML_").removesuffix("_OPERATOR_DESC"): name
                  for name, spec in operators.items()}
     out: dict[str, list] = {}

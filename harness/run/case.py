@@ -175,7 +175,7 @@ def _known_hang(spec: OperatorSpec, case: Case, expectations: ExpectationSet, le
     descriptors are not sent either: DirectML rejects most of them before anything executes, but one
     it accepts hangs as its valid twins do, and on an NVIDIA H200 each such hang cost its 10 s limit
     plus stalls of about 4.4 s in every other process on the GPU while the hung channel was torn
-    down (14 invalid CONVOLUTION cases in the first 300 s of the catalogue). Rejection is DirectML's
+    down (14 invalid cases of one known hang in the first 300 s of the catalogue, docs/gpu-results.md). Rejection is DirectML's
     own validation, the same on every device: lavapipe runs still check it."""
     if not any(item.hangs for item in expectations.items):
         return None
