@@ -257,8 +257,8 @@ static LONG WINAPI on_crash(EXCEPTION_POINTERS *e) {
     return EXCEPTION_EXECUTE_HANDLER;
 }
 static void announce(const char *stage, int item, int count) { fprintf(stderr, "dmlrunner-stage %s %d/%d\n", stage, item, count); fflush(stderr); }
-enum { T_CREATE, T_COMPILE, T_INIT, T_UPLOAD, T_EXECUTE, T_READBACK, T_COUNT };
-static const char *stage_names[T_COUNT] = { "create", "compile", "initialize", "upload", "execute", "readback" };
+enum { T_CREATE, T_COMPILE, T_INIT, T_UPLOAD, T_EXECUTE, T_READBACK, T_RELEASE, T_COUNT };
+static const char *stage_names[T_COUNT] = { "create", "compile", "initialize", "upload", "execute", "readback", "release" };
 
 /* heap_cursor: descriptors of the shader-visible heap in use by recorded, not yet completed work: each
    binding table of a batch gets its own range; the range is free again once a submit has completed */
@@ -274,7 +274,22 @@ typedef struct {
 /* The resources of one execution: a default-heap buffer per tensor (its own, so that an invalid case
    DirectML accepts cannot write into a neighbour's), and where each output's readback copy lands in
    the readback arena. */
-typedef struct { ID3D12Resource *res[MAXT], *rbuf[MAXT]; UINT64 roff[MAXT]; void *bt; } run_resources;
+typedef struct { ID3D12Resource *res[MAXT], *rbuf[MAXT]; UINT64 roff[MAXT]; int cls[MAXT]; void *bt; } run_resources;
+
+/* ---------------- the default-buffer pool ----------------
+ * Each tensor of a case has a default buffer of its own, but creating and releasing one is a driver
+ * allocation and free each time (vkd3d: vkAllocateMemory, vkFreeMemory); on an NVIDIA H200 with 16
+ * runners, a batch of 64 small cases spent a median 1.7 s outside every timed stage, where the
+ * buffers were released. So buffers are kept between requests in free lists by power-of-two size
+ * class (256 B and up), always left in the UNORDERED_ACCESS state, up to POOL_BYTES in all; a case
+ * still never shares a buffer with another case of its request. A buffer whose case failed part-way
+ * (its state unknown) is released, not pooled. */
+#define POOL_CLASSES 32
+#define POOL_PER_CLASS 128
+#define POOL_BYTES (64ull << 20)
+#define POOL_MAX_CLASS 24
+static ID3D12Resource *pool[POOL_CLASSES][POOL_PER_CLASS]; static int pool_n[POOL_CLASSES]; static UINT64 pool_bytes;
+static int pool_class(UINT64 n) { int k = 8; while (k < POOL_CLASSES - 1 && (1ull << k) < n) k++; return k; }
 
 /* ---------------- arenas: upload and readback copies, and one scratch buffer ----------------
  * Creating a committed resource is a driver allocation (vkd3d: vkAllocateMemory); on an NVIDIA H200
@@ -571,13 +586,18 @@ static int upload_inputs(const run_tensors *t, blob *inbufs, int ninbufs, run_re
         if (!t->present[i] || (t->is_output[i] && t->alias[i] >= 0)) continue;
         n = padded_bytes(t, i);
         if (n > (1ull << 31)) return 0;
-        r->res[i] = make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, t->is_output[i] ? D3D12_RESOURCE_STATE_UNORDERED_ACCESS : D3D12_RESOURCE_STATE_COPY_DEST);
+        r->cls[i] = pool_class(n);
+        r->res[i] = pool_n[r->cls[i]] ? pool[r->cls[i]][--pool_n[r->cls[i]]] : NULL;
+        if (r->res[i]) pool_bytes -= 1ull << r->cls[i];
+        else r->res[i] = make_buffer(D3D12_HEAP_TYPE_DEFAULT, 1ull << r->cls[i], D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
         if (!r->res[i]) return 0;
-        if (t->is_output[i]) continue;
-        src = (t->bufidx[i] >= 0 && t->bufidx[i] < ninbufs) ? &inbufs[t->bufidx[i]] : NULL;
+        /* inputs get their bytes, outputs zeros (a pooled buffer holds an earlier case's): the same
+           bytes whatever ran before */
+        src = (!t->is_output[i] && t->bufidx[i] >= 0 && t->bufidx[i] < ninbufs) ? &inbufs[t->bufidx[i]] : NULL;
         if (!arena_alloc(&up_arena, n, &up, &off)) return 0;
         p = up_arena.map + off; memset(p, 0, n);
         if (src) memcpy(p, src->data, src->len < n ? src->len : n);
+        barrier(r->res[i], D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_DEST);
         ID3D12GraphicsCommandList_CopyBufferRegion(cl, r->res[i], 0, up, off, n);
         barrier(r->res[i], D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
     }
@@ -635,10 +655,17 @@ static int read_outputs(const run_tensors *t, run_resources *r, blob *outs) {
     return nouts;
 }
 
-static void release_resources(const run_tensors *t, run_resources *r) {
+/* The case's binding table released and its buffers back to the pool (`reuse`: its commands were
+   recorded whole, so every buffer is in the UNORDERED_ACCESS state), or released. */
+static void release_resources(const run_tensors *t, run_resources *r, int reuse) {
     int i;
     COM_RELEASE(r->bt);
-    for (i = 0; i < t->nt; i++) if (r->res[i]) ID3D12Resource_Release(r->res[i]);
+    for (i = 0; i < t->nt; i++) {
+        int k = r->cls[i]; if (!r->res[i]) continue;
+        if (reuse && k <= POOL_MAX_CLASS && pool_n[k] < POOL_PER_CLASS && pool_bytes + (1ull << k) <= POOL_BYTES) { pool[k][pool_n[k]++] = r->res[i]; pool_bytes += 1ull << k; }
+        else ID3D12Resource_Release(r->res[i]);
+        r->res[i] = NULL;
+    }
 }
 
 /* A growing text buffer for a reply's JSON. */
@@ -712,7 +739,7 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
         const char *stage = "execute";
         for (i = 0; i < count; i++) if (items[i].removed) stage = strstr(items[i].answer, "initialize") ? "initialize" : strstr(items[i].answer, "Compile") ? "CompileOperator" : "CreateOperator";
         replyf("{\"status\":\"device_removed\",\"stage\":\"%s\",\"hr\":\"0x%08lx\",\"count\":%d}", stage, (unsigned long)hr, count);
-        for (i = 0; i < count; i++) release_resources(&items[i].t, &items[i].r);
+        for (i = 0; i < count; i++) release_resources(&items[i].t, &items[i].r, 0);
         release_pending(); release_retired();
         free(items); free(b.s); return -1;
     }
@@ -724,8 +751,8 @@ static int run_items(jnode **reqs, int count, blob *inbufs, int ninbufs, int sin
         if (!it->failed) { t0 = now_s(); n = read_outputs(&it->t, &it->r, outs + nouts); it->secs[T_READBACK] = now_s() - t0; nouts += n; }
         tput(&b, "%s", i ? "," : "");
         if (it->failed) tput(&b, "%s", it->answer); else tput(&b, "{\"status\":\"ok\",\"outputs\":%d", n);
+        t0 = now_s(); release_resources(&it->t, &it->r, !it->failed); it->secs[T_RELEASE] = now_s() - t0;
         put_timings(&b, it->secs); tput(&b, "}");
-        release_resources(&it->t, &it->r);
     }
     if (!single) tput(&b, "]}");
     release_retired(); /* every submit of the request has completed */
