@@ -24,7 +24,7 @@ from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
 from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
-from harness.run.case import run_case, run_cases
+from harness.run.case import hang_probe_limit, run_case, run_cases
 from harness.run.drawn import drawn_cases
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.generate.sweeps import sweep_case
@@ -74,7 +74,7 @@ class _Tally:
         if outcome.status == UNSUPPORTED:
             self.unsupported_reason = outcome.diff.summary
         if outcome.status in (UNSPECIFIED, EXPECTED_DIVERGENCE) and len(self.notes) < 3:
-            self.notes.append(outcome.message)
+            self.notes.append(outcome.message if not self.notes else _headline(outcome.message))
         if outcome.failed:
             self.failures.append(outcome)
 
@@ -102,6 +102,15 @@ class _Tally:
         if self.counts.get(UNSUPPORTED):
             pytest.skip(f"{status_tag(UNSUPPORTED)} unsupported ({self.counts[UNSUPPORTED]} of {total} case(s)): "
                         f"{self.unsupported_reason}")
+
+
+def _headline(message: str) -> str:
+    """A divergence's message without its element table: its first line and where to find and
+    replay it. A cell's message shows the first divergence whole and two more by these lines: the
+    tables of expected divergences were most of the HTML report's bytes (a 22 KB message per
+    test), and each case file holds its case whole."""
+    lines = message.splitlines()
+    return "\n".join(lines[:1] + [line for line in lines[1:] if line.startswith(("known divergence", "case file:", "replay:"))])
 
 
 def _run(request, backend_name, spec, case, kind, tally):
@@ -225,8 +234,9 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     case = probe_case(item, specs, device_level(backend, specs))
     assert case is not None  # a probe cell is an expectation with a probe (harness.run.plugin)
     label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
-    outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
-                       test_id=request.node.nodeid, run_known_hangs=True)  # a known hang's probe is what runs it
+    with hang_probe_limit(backend, item.hangs):
+        outcome = run_case(backend, spec, case, "probe", expectations=expectations, cases_dir=config.dml_cases_dir,
+                           test_id=request.node.nodeid, run_known_hangs=True)  # a known hang's probe is what runs it
     explained = outcome.record.expectation == item.id
     record = outcome.record
     record.kind, record.expectation = "probe", item.id

@@ -166,3 +166,25 @@ def test_a_known_divergence_keeps_one_case_file_per_test_a_failure_every_one(tmp
     assert kept == {"scripted-sign-crashes": 1}
     every = run_cases(_Scripted(crashes), SIGN, cases[:2], "valid", expectations=known, cases_dir=tmp_path / "all")
     assert all(o.case_file is not None for o in every)  # no budget given (--report-detail full): every one
+
+
+def test_a_known_hangs_probe_waits_at_most_the_probe_limit_and_the_limit_comes_back():
+    from harness.run.case import HANG_PROBE_SECONDS, hang_probe_limit
+
+    class Limited:
+        def __init__(self, timeout: float) -> None:
+            self.timeout = timeout
+    slow, quick = Limited(60.0), Limited(10.0)
+    with hang_probe_limit(slow, True):
+        assert slow.timeout == HANG_PROBE_SECONDS == 15.0
+    assert slow.timeout == 60.0
+    with hang_probe_limit(slow, False):  # not a known hang: the run's limit
+        assert slow.timeout == 60.0
+    with hang_probe_limit(quick, True):  # already shorter: kept
+        assert quick.timeout == 10.0
+    with pytest.raises(RuntimeError):  # restored when the probe raises too
+        with hang_probe_limit(slow, True):
+            raise RuntimeError("probe failed")
+    assert slow.timeout == 60.0
+    with hang_probe_limit(_Scripted({}), True):  # a backend without a limit
+        pass

@@ -358,3 +358,20 @@ def test_csv_files_of_a_tiny_run(tiny_run):
     assert len(listed) == min(10, len(records))
     seconds = [float(line.split(" s  ")[0]) for line in listed]
     assert seconds == sorted(seconds, reverse=True) and all(" ACTIVATION_HARD_SIGMOID " in line for line in listed)
+
+
+def test_a_cells_later_divergences_are_told_without_their_tables():
+    """The first divergence of a cell is shown whole; the next ones by their first line, the known
+    divergence, the case file and the replay command (the case file holds the table)."""
+    from harness.run.conformance import _headline
+    message = ("POW on directml at FL 6.4 (valid, FLOAT32): mismatch: 2 of 8 elements of OutputTensor differ\n"
+               "index   inputs        expected      got\n"
+               "[0]     1.0, 2.0      1.0           0.99999994\n"
+               "known divergence dml-pow-example\n"
+               "case file: reports/cases/directml-POW-abc.yaml\n"
+               "replay:    dmlconform replay reports/cases/directml-POW-abc.yaml --backend directml")
+    assert _headline(message).splitlines() == [
+        "POW on directml at FL 6.4 (valid, FLOAT32): mismatch: 2 of 8 elements of OutputTensor differ",
+        "known divergence dml-pow-example",
+        "case file: reports/cases/directml-POW-abc.yaml",
+        "replay:    dmlconform replay reports/cases/directml-POW-abc.yaml --backend directml"]
