@@ -9,6 +9,7 @@ fused-activation field to the specs it names (`resolve_activations`, which lint 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -191,7 +192,28 @@ def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
         types_seen[spec.operator_type] = path
         operators[spec.name] = spec
     resolve_activations(operators)
+    if specs_dir.resolve() == Path(DEFAULT_SPECS_DIR).resolve():
+        digest = _directory_digest(specs_dir)
+        for spec in operators.values():
+            _PACKAGED[spec] = digest
     return SpecSet(catalog=catalog, operators=operators, directory=specs_dir)
+
+
+_PACKAGED: "weakref.WeakKeyDictionary[OperatorSpec, str]" = weakref.WeakKeyDictionary()
+
+
+def packaged_digest(spec: OperatorSpec) -> str | None:
+    """A digest of the packaged specs directory `spec` was loaded from, as it was loaded (every
+    YAML file's name and bytes); None for a spec loaded from elsewhere, built or changed in memory
+    (a copy is another object). What may be memoised across runs about a spec keys on this."""
+    return _PACKAGED.get(spec)
+
+
+def _directory_digest(specs_dir: Path) -> str:
+    digest = hashlib.blake2b(digest_size=12)
+    for path in sorted(specs_dir.glob("*.yaml")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def fusable_problem(activation: OperatorSpec) -> str | None:

@@ -1,0 +1,115 @@
+"""A disk memo of the breakers' reachability answers: which rules an invalid case can break alone,
+at which level, for which members of a variant key.
+
+Collecting the conformance suite asks it of every (operator, level, rule): a search of mutated
+descriptors, 25 to 40 s of CPU for the catalogue, paid again by every pytest-xdist worker of every
+run (16 at once on a GPU machine, where the whole catalogue then runs in about two minutes). The
+answers depend only on the specs and on the harness's code, so they are kept on disk, keyed by a
+digest of both, and a run with the same specs and code reads them instead of searching again.
+
+Only specs exactly as loaded from the packaged specs directory are memoised
+(harness.spec.load.packaged_digest): a spec a test builds or changes in memory is searched every
+time. The directory is $DMLCONFORM_CACHE_DIR, else $XDG_CACHE_HOME/dmlconform, else
+~/.cache/dmlconform; `DMLCONFORM_CACHE_DIR=off` turns the memo off. A file that cannot be read,
+or a line that is not an answer, is ignored (the answer is searched for again): the memo can make
+a run faster, never change what it finds."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+CACHE_ENV = "DMLCONFORM_CACHE_DIR"
+MAX_FILE_BYTES = 8 << 20  # far above a catalogue's answers (about 60 bytes each, a few thousand of them)
+KEEP_FILES = 8  # memo files kept (the newest); older specs or code leave theirs behind
+
+Answer = list[str | None]
+
+
+def cache_dir() -> Path | None:
+    """Where memo files live, or None when the memo is off."""
+    raw = os.environ.get(CACHE_ENV)
+    if raw is not None:
+        return None if raw.strip().lower() in ("", "0", "off", "no", "none") else Path(raw)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dmlconform"
+
+
+@lru_cache(maxsize=None)
+def code_digest() -> str:
+    """A digest of the harness package's Python source: answers found by other code are not reused."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=12)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class ReachabilityMemo:
+    """The answers of one (specs, code) digest: read once, appended to as new ones are found (one
+    line per answer, written with one append; concurrent workers may both append the same answer,
+    which reads back the same)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.answers: dict[tuple[str, str, str], Answer] = self._read()
+
+    def _read(self) -> dict[tuple[str, str, str], Answer]:
+        answers: dict[tuple[str, str, str], Answer] = {}
+        try:
+            if self.path.stat().st_size > MAX_FILE_BYTES:
+                return answers
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return answers
+        for line in text.splitlines():
+            try:
+                row = json.loads(line)
+                key = (row["operator"], row["level"], row["rule"])
+                members = row["members"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if (all(isinstance(k, str) for k in key) and isinstance(members, list)
+                    and all(m is None or isinstance(m, str) for m in members)):
+                answers[key] = members
+        return answers
+
+    def get(self, operator: str, level: str, rule: str) -> Answer | None:
+        found = self.answers.get((operator, level, rule))
+        return list(found) if found is not None else None
+
+    def put(self, operator: str, level: str, rule: str, members: Answer) -> None:
+        self.answers[(operator, level, rule)] = list(members)
+        line = json.dumps({"operator": operator, "level": level, "rule": rule, "members": list(members)}) + "\n"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # a read-only or full disk: the answers stay in this process only
+
+
+@lru_cache(maxsize=None)
+def memo_for(specs_digest: str) -> ReachabilityMemo | None:
+    """The memo of the packaged specs with this digest and the running code, or None when off."""
+    where = cache_dir()
+    if where is None:
+        return None
+    path = where / f"reachable-{specs_digest}-{code_digest()}.jsonl"
+    _prune(where, keep=path)
+    return ReachabilityMemo(path)
+
+
+def _prune(where: Path, keep: Path) -> None:
+    """Remove all but the KEEP_FILES newest memo files (besides `keep`)."""
+    try:
+        files = sorted((p for p in where.glob("reachable-*.jsonl") if p != keep), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in files[KEEP_FILES - 1:]:
+            old.unlink()
+    except OSError:
+        pass
