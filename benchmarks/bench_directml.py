@@ -66,7 +66,7 @@ def main() -> None:
 
 def batched(backend: DirectMLBackend, spec, rng) -> None:
     """Small cases as a conformance cell has them (8 data sets per descriptor), judged, one per
-    request against batches of 8, 64 (the default) and 256: cases/s per worker."""
+    request against batches of 8 (the default), 64 and 256: cases/s per worker."""
     import backends.directml as directml
     cases = [case_from_arrays(spec, "6.4", {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"},
                               {"InputTensor": rng.standard_normal(n).astype(np.float32)}, sizes=[n])

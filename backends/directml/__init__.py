@@ -39,8 +39,12 @@ JSON_EXACT_INTEGER = 2**53  # the runner's JSON reader holds numbers as doubles
 MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend stops trying
 # One runner request carries up to this many cases, with at most this many input and output bytes:
 # enough to amortise the request, the submit and the fence (the GPU's per-case cost), small enough
-# that a batch finishes far inside the per-case timeout, which a batch is also given.
-BATCH_CASES = 64
+# that a batch finishes far inside the per-case timeout, which a batch is also given. Measured
+# (benchmarks/bench_directml.py, small cases, judged): on an NVIDIA H200 alone 2,590 cases/s in
+# batches of 8 against 1,657 in batches of 64; with 16 runners at once about 1,400 against 400
+# per runner (a request's time grew faster than its case count there: 6 ms for 8 cases, 160 ms
+# for 64, 1.9 s for 256); on lavapipe 3,988 against 4,091, the same within noise.
+BATCH_CASES = 8
 BATCH_BYTES = 32 << 20
 
 
