@@ -4,7 +4,7 @@ Drawing is most of a generated cell's cost on a fast backend (about 280 cases/s 
 reference's 4,000: benchmarks/bench_catalogue.py), and every backend of a run draws the same cases
 for the same cell (the `ci` profile is derandomized; the suite never fails inside Hypothesis, so
 nothing is shrunk). The conformance tests are ordered so that a cell's backends are neighbours
-(`plugin._cells_together`) and xdist hands a worker neighbouring tests: the first backend draws,
+(`parametrize._cells_together`) and xdist hands a worker neighbouring tests: the first backend draws,
 the next ones reuse. A cell whose backends land on two workers is drawn on each, the same cases
 (derandomized) or fresh ones (a random profile): slower, never different in kind.
 """

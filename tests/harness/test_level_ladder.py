@@ -71,18 +71,18 @@ def test_the_ladder_asks_a_device_valid_cells_below_its_level_and_an_older_dll_i
     the newest DLL its valid cells at those levels and its invalid ones at its
     own (an invalid case of a lower level is judged at the device's level); an older DLL only its
     invalid cells, at its own level; no sweeps on it."""
-    from harness.run.plugin import _levels_for
+    from harness.run.parametrize import levels_for
     config = _Config({"numpy": _Device("6.4", reference=True), "directml": _Device("6.4"), "directml@1.10.1": _Device("5.2")})
     pow_ = SPECS.operator("ELEMENT_WISE_POW")
     ladder = [lvl for lvl in pow_.table_change_levels]
     starts = [lvl for lvl in pow_.table_start_levels]
     assert ladder == ["1.0", "2.1", "3.0", "6.4"] and starts == ["1.0", "3.0", "6.4"]
-    levels = lambda backend, kind: [lvl for lvl, _ in _levels_for(config, backend, pow_, kind)]  # noqa: E731
+    levels = lambda backend, kind: [lvl for lvl, _ in levels_for(config, backend, pow_, kind)]  # noqa: E731
     assert levels("numpy", "invalid") == ladder and levels("numpy", "valid") == starts
     assert levels("directml", "valid") == starts and levels("directml", "invalid") == ["6.4"]
     assert levels("directml@1.10.1", "valid") == [] and levels("directml@1.10.1", "invalid") == ["5.2"]
-    assert [lvl for lvl, _ in _levels_for(config, "directml@1.10.1", kind="sweep")] == []
-    assert [lvl for lvl, _ in _levels_for(config, "directml", kind="sweep")] == ["6.4"]
+    assert [lvl for lvl, _ in levels_for(config, "directml@1.10.1", kind="sweep")] == []
+    assert [lvl for lvl, _ in levels_for(config, "directml", kind="sweep")] == ["6.4"]
 
 
 def test_below_its_own_level_a_cell_draws_fewer_data_and_the_reference_fewer_rejections():

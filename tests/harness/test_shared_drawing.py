@@ -1,5 +1,5 @@
 """A cell's cases are drawn once per worker and handed to each backend (harness.run.drawn), and the
-conformance tests are ordered so that a cell's backends are neighbours (plugin._cells_together):
+conformance tests are ordered so that a cell's backends are neighbours (parametrize._cells_together):
 the backends of a run see the same cases, drawn once, each as its own Case objects."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import settings
 
 from harness.generate.strategies import valid_case_batches
 from harness.run import drawn
-from harness.run.plugin import _cells_together
+from harness.run.parametrize import _cells_together
 from tests.helpers import SPECS
 
 
