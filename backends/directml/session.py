@@ -31,12 +31,25 @@ from .stack import Stack
 from .vulkan import VulkanDriver
 
 PERSIST_S = 60  # the wineserver outlives its last client by this long (a restart finds it up)
+STALE_PREFIX_S = 6 * 3600  # a set-aside worker prefix is removed after this long
 PRIVATE_PREFIX_STAMP = ".dmlconform-private-prefix"  # in a worker's prefix: the base prefix it was linked from
 XVFB_SCREEN = ["-screen", "0", "1280x1024x24", "-nolisten", "tcp", "-ac"]
 
 
 class SessionError(RuntimeError):
     """Xvfb, the wineserver or wineboot did not start; the message says which, with its output."""
+
+
+def _remove_stale_copies(where: Path, name: str) -> None:
+    """Remove the set-aside copies of a worker's prefix older than STALE_PREFIX_S (their runs are
+    long over: a wineserver outlives its last client by PERSIST_S)."""
+    now = time.time()
+    for old in where.glob(f".{name}.stale-*"):
+        try:
+            if now - int(old.name.rsplit(".stale-", 1)[1].split("-", 1)[0]) > STALE_PREFIX_S:
+                shutil.rmtree(old, ignore_errors=True)
+        except (ValueError, IndexError):
+            continue
 
 
 class WineSession:
@@ -66,7 +79,12 @@ class WineSession:
         call to the prefix's one single-threaded wineserver; with 16 workers sharing it on an NVIDIA
         H200, an operator's initialisation (one submit and fence) took 3.5 s instead of
         milliseconds. Wine saves the registry by writing a new file and renaming it, so a link is
-        never written through. Made again when the stack's prefix is newer."""
+        never written through. Made again when the stack's prefix is newer (any run on the stack's
+        own prefix saves its registry): the new copy is made aside and renamed into place, and the
+        old one renamed away, not deleted, so that another run's runners of the same worker name,
+        whose wineserver is keyed to the old directory, go on undisturbed (deleting it under them
+        killed them: 5 cases `crashed`, runner exited -9, when two runs shared a stack). Old copies
+        are removed STALE_PREFIX_S after they were set aside."""
         if not self.worker or not all(c.isalnum() or c in "-_" for c in self.worker):
             return None
         base = self.stack.prefix
@@ -79,11 +97,15 @@ class WineSession:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if stamp.is_file() and marker.is_file() and stamp.stat().st_mtime >= marker.stat().st_mtime:
                     return target
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(base, target, symlinks=True, copy_function=os.link)
-                stamp.write_text(str(base))
+                fresh = base.parent / f".{target.name}.new-{os.getpid()}"
+                shutil.rmtree(fresh, ignore_errors=True)
+                shutil.copytree(base, fresh, symlinks=True, copy_function=os.link)
+                (fresh / PRIVATE_PREFIX_STAMP).write_text(str(base))
+                if target.exists():
+                    target.rename(base.parent / f".{target.name}.stale-{int(time.time())}-{os.getpid()}-{time.monotonic_ns()}")
+                fresh.rename(target)
+                _remove_stale_copies(base.parent, target.name)
         except OSError:  # another file system, a read-only stack: the shared prefix works, only slower
-            shutil.rmtree(target, ignore_errors=True)
             return None
         return target
 

@@ -51,3 +51,26 @@ def test_no_worker_or_an_odd_name_shares_the_prefix(tmp_path):
     assert WineSession(_Stack(tmp_path), vulkan=None, worker="").private_prefix() is None  # type: ignore[arg-type]
     assert WineSession(_Stack(tmp_path), vulkan=None, worker="../x").private_prefix() is None  # type: ignore[arg-type]
     assert not (tmp_path / "wineprefix-../x").exists()
+
+
+def test_a_copy_in_use_is_set_aside_not_deleted_when_made_again(tmp_path):
+    """Another run's runners of the same worker name may be using the old copy (their wineserver is
+    keyed to its directory): it is renamed away, whole, and the new copy takes its name; set-aside
+    copies go once they are old."""
+    base = _prefix(tmp_path)
+    session = WineSession(_Stack(tmp_path), vulkan=None, worker="gw1")  # type: ignore[arg-type]
+    own = session.private_prefix()
+    assert own is not None
+    (own / "in-use").write_text("a live wineserver's prefix")
+    old_inode = os.stat(own).st_ino
+    later = time.time() + 5
+    os.utime(base / "system.reg", (later, later))
+    assert session.private_prefix() == own and not (own / "in-use").exists()
+    aside = list(tmp_path.glob(".wineprefix-gw1.stale-*"))
+    assert len(aside) == 1 and os.stat(aside[0]).st_ino == old_inode and (aside[0] / "in-use").exists()
+    assert not list(tmp_path.glob(".wineprefix-gw1.new-*"))
+    ancient = tmp_path / ".wineprefix-gw1.stale-1000-1"  # set aside in 1970: removed at the next refresh
+    ancient.mkdir()
+    os.utime(base / "system.reg", (later + 5, later + 5))
+    session.private_prefix()
+    assert not ancient.exists() and len(list(tmp_path.glob(".wineprefix-gw1.stale-*"))) == 2
