@@ -30,9 +30,9 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, one_input,
+                                                rule_hits, type_bound_variables)
 from harness.spec.catalog import DataType
-from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
@@ -112,27 +112,15 @@ def _bound_variables(grouped64: np.ndarray, exact: np.ndarray, out_type: DataTyp
 def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, grouped: np.ndarray, groups: _Groups,
                  out_type: DataType) -> dict[str, np.ndarray]:
     """The spec's element-wise rules over each group's elements, lifted to the whole group."""
-    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
-    ctx = formula_context(spec, types, {var: grouped}, descriptor.attributes)
-    masks = {}
-    for rule in spec.unspecified:
-        if not rule.concerns(spec.formula.output, out_type.name):
-            continue
-        hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), grouped.shape)
-        if hit.any():
-            masks[rule.id] = groups.back(np.broadcast_to(hit.any(axis=-1, keepdims=True), grouped.shape))
-    return masks
+    return {rule: groups.back(np.broadcast_to(hit.any(axis=-1, keepdims=True), grouped.shape))
+            for rule, hit in rule_hits(spec, descriptor, {var: grouped}, out_type, grouped.shape) if hit.any()}
 
 
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    var = next(iter(spec.formula.inputs))
-    x = np.asarray(inputs[var])
-    out_name = spec.formula.output
-    out_desc = descriptor.tensors[out_name]
-    assert out_desc is not None
-    out_type = spec.catalog.dtype(out_desc.data_type)
+    call = one_input(spec, descriptor, inputs)
+    var, x, out_name, out_type = call.var, call.x, call.out_name, call.out_type
     groups = _Groups(spec, descriptor, x.shape)
     grouped = groups.group(x)
     output, exact = _outputs(grouped, groups.mode, out_type)
@@ -240,12 +228,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     step at the edge of its D3D rule, all pushed up or all down for the case (at random), in the
     output's type (or FLOAT32 for a FLOAT16 output, at random, then converted toward zero or to
     nearest); hardmax is exact."""
-    var = next(iter(spec.formula.inputs))
-    x = np.asarray(inputs[var])
-    out_name = spec.formula.output
-    out_desc = descriptor.tensors[out_name]
-    assert out_desc is not None
-    out_type = spec.catalog.dtype(out_desc.data_type)
+    call = one_input(spec, descriptor, inputs)
+    x, out_name, out_type = call.x, call.out_name, call.out_type
     groups = _Groups(spec, descriptor, x.shape)
     if groups.mode == "hardmax" or not out_type.is_float or x.dtype.kind != "f":
         return compute(spec, descriptor, inputs).outputs

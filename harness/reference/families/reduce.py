@@ -32,7 +32,8 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, expression_scope
-from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, one_input,
+                                                type_bound_variables)
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
@@ -311,12 +312,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     last_expr = family.expression("last_on_ties")
     last = bool(last_expr.evaluate(names, facts)) if last_expr is not None else False
     combine = family.choice("combine", names)
-    var = next(iter(spec.formula.inputs))
-    x = inputs[var]
-    out_name = spec.formula.output
-    out_desc = descriptor.tensors[out_name]
-    assert out_desc is not None
-    out_type = spec.catalog.dtype(out_desc.data_type)
+    call = one_input(spec, descriptor, inputs)
+    var, x, out_name, out_type = call.var, call.x, call.out_name, call.out_type
 
     grouped, out_shape = _groups(x, axes)
     combined = _combine(grouped, combine, last, out_type)

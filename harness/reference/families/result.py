@@ -4,12 +4,15 @@
 that imports it."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from harness.model.descriptor import Descriptor
+from harness.spec.catalog import DataType
+from harness.spec.context import formula_context
 from harness.spec.expr import Formula
 from harness.spec.families import FamilyDeclaration
 from harness.spec.model import OperatorSpec
@@ -34,6 +37,40 @@ class FamilyResult:
     # each judged like the values themselves (matmul: the dot product over fp32-flushed factors)
     epilogue_alternatives: dict[str, list[tuple[str, dict[str, np.ndarray]]]] = field(default_factory=dict)
     contexts: dict[str, Any] = field(default_factory=dict)  # output -> the EvalContext of its epilogue (output-shaped)
+
+
+@dataclass(frozen=True)
+class OneInput:
+    """What a family of one input and one output (a reduction, a scan, a normalisation) reads first:
+    the formula's input variable and its array, the output's name and data type."""
+
+    var: str
+    x: np.ndarray
+    out_name: str
+    out_type: DataType
+
+
+def one_input(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> OneInput:
+    """The spec's first formula input and its output, for a case's descriptor and inputs."""
+    var = next(iter(spec.formula.inputs))
+    out_name = spec.formula.output
+    out_desc = descriptor.tensors[out_name]
+    assert out_desc is not None  # a valid case describes its output
+    return OneInput(var, np.asarray(inputs[var]), out_name, spec.catalog.dtype(out_desc.data_type))
+
+
+def rule_hits(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, np.ndarray], out_type: DataType,
+              shape: tuple[int, ...], extra: dict[str, np.ndarray] | None = None) -> Iterator[tuple[str, np.ndarray]]:
+    """Each of the spec's element-wise `unspecified` rules that concerns the output in `out_type`,
+    evaluated over `variables` (a family's grouped elements, and `extra` names such as a scan's
+    `out_of_range`) and broadcast to `shape`: (rule id, where it holds). A family lifts these to
+    the output elements the held elements feed."""
+    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+    ctx = formula_context(spec, types, variables, descriptor.attributes)
+    ctx.variables.update(extra or {})
+    for rule in spec.unspecified:
+        if rule.concerns(spec.formula.output, out_type.name):
+            yield rule.id, np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
 
 
 F32_SMALLEST_NORMAL = 2.0 ** -126

@@ -24,9 +24,8 @@ import numpy as np
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families.reduce import _bound_variables, _combine, _sequential
-from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals
+from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, one_input, rule_hits
 from harness.spec.catalog import DataType
-from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
@@ -79,28 +78,16 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, scan: _Sc
                  out_type: DataType, out_of_range: np.ndarray) -> dict[str, np.ndarray]:
     """The spec's rules over each group's members (and its `out_of_range`), lifted to the group's
     output element."""
-    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
-    ctx = formula_context(spec, types, {var: grouped}, descriptor.attributes)
-    ctx.variables["out_of_range"] = np.broadcast_to(out_of_range[..., None], grouped.shape)
-    masks = {}
-    for rule in spec.unspecified:
-        if not rule.concerns(spec.formula.output, out_type.name):
-            continue
-        hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), grouped.shape) & scan.members
-        if hit.any():
-            masks[rule.id] = scan.back(np.asarray(hit.any(axis=-1)))
-    return masks
+    extra = {"out_of_range": np.broadcast_to(out_of_range[..., None], grouped.shape)}
+    hits = ((rule, hit & scan.members) for rule, hit in rule_hits(spec, descriptor, {var: grouped}, out_type, grouped.shape, extra))
+    return {rule: scan.back(np.asarray(hit.any(axis=-1))) for rule, hit in hits if hit.any()}
 
 
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
-    var = next(iter(spec.formula.inputs))
-    x = np.asarray(inputs[var])
-    out_name = spec.formula.output
-    out_desc = descriptor.tensors[out_name]
-    assert out_desc is not None
-    out_type = spec.catalog.dtype(out_desc.data_type)
+    call = one_input(spec, descriptor, inputs)
+    var, x, out_name, out_type = call.var, call.x, call.out_name, call.out_type
     scan = _Scan(spec, descriptor, x)
     grouped = scan.groups(x)
     combined = _combine(grouped, scan.combine, False, out_type)
@@ -131,13 +118,9 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     """The outputs of one legal device (the worst legal backend): each group of a float scan
     accumulated in a random order, one rounding per step in the output's type (or FLOAT32 for a
     FLOAT16 output, at random), as the reduce family's device does; integers are exact."""
-    var = next(iter(spec.formula.inputs))
-    x = np.asarray(inputs[var])
+    call = one_input(spec, descriptor, inputs)
+    x, out_name, out_type = call.x, call.out_name, call.out_type
     exact = compute(spec, descriptor, inputs).outputs
-    out_name = spec.formula.output
-    out_desc = descriptor.tensors[out_name]
-    assert out_desc is not None
-    out_type = spec.catalog.dtype(out_desc.data_type)
     if not out_type.is_float or x.dtype.kind != "f":
         return exact
     scan = _Scan(spec, descriptor, x)
