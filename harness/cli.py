@@ -402,10 +402,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     """The matrix, results.csv and failures.csv, and the HTML report (Allure 3, one self-contained
     file) under the reports dir. Then what CI uploads is made small (docs/reports.md): a finished
     run's records gzip-compressed, and the Allure result files packed into allure-results.zip once
-    the report is built from them (a later `report` reads the archive)."""
+    the report is built from them (a later `report` reads the archive; unless the run or this
+    report asked for `--report-detail full`, the archive keeps the reported tests only)."""
     import time
     from harness.report.csv_results import write_csv_results
-    from harness.report.html import allure_results, generate_report, pack_allure_results, report_summary, run_detail
+    from harness.report.html import allure_results, generate_report, kept_tests, pack_allure_results, report_summary, run_detail
     from harness.report.matrix import build_matrix, liberty_totals, write_matrix
     reports = _reports_dir(args)
     start = time.perf_counter()
@@ -417,15 +418,19 @@ def cmd_report(args: argparse.Namespace) -> int:
         with allure_results(reports) as results:
             if results is None:
                 raise RuntimeError(f"no Allure results in {reports} (allure-results/ or allure-results.zip): run `dmlconform run` first")
-            detail = args.report_detail or run_detail(results) or "failures"
+            run_asked = run_detail(results)
+            detail = args.report_detail or run_asked or "failures"
+            partial = kept_tests(results) if detail == "full" else None
             index = generate_report(results, reports / "allure-report", reports / "history.jsonl", detail=detail)
-        pack_allure_results(reports)
+        pack_allure_results(reports, everything="full" in (detail, run_asked))
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return EXIT_FAIL
     stats = report_summary(reports / "allure-report").get("stats", {})
     print(f"report: {index} ({stats.get('total', '?')} tests, --report-detail {detail}), {reports / 'matrix.html'}, "
           f"{reports / 'results.csv.gz'} in {time.perf_counter() - start:.1f} s")
+    if partial:
+        print(f"report: the packed Allure results hold only the tests of the run's report ({partial})")
     return EXIT_OK
 
 

@@ -40,6 +40,7 @@ from harness.run.options import REPORT_DETAILS  # what the report holds (`dmlcon
 ALLURE_RESULTS_ZIP = "allure-results.zip"
 ENVIRONMENT = "environment.properties"
 DETAIL_KEY = "report.detail"  # the run's --report-detail, in its environment.properties
+KEPT_KEY = "results.kept"  # in a packed archive's environment.properties: which tests it holds (pack_allure_results)
 _DIVERGENCES = {Status.EXPECTED_DIVERGENCE.value, Status.UNSPECIFIED.value}
 
 
@@ -241,22 +242,57 @@ def _unread_container(path: Path) -> bool:
     return value is not None and not value.get("children")
 
 
-def pack_allure_results(reports: Path) -> Path | None:
+def pack_allure_results(reports: Path, everything: bool = True) -> Path | None:
     """reports/allure-results packed into reports/allure-results.zip (flat, as `allure results
     pack` writes it; containers no test refers to left out), then the folder removed: tens of
-    thousands of small files become one. The archive is written under a temporary name first."""
+    thousands of small files become one. The archive is written under a temporary name first.
+
+    Without `everything` (a run and report of `--report-detail failures`, the default) only the
+    tests the report shows are packed (reported_result: failures and divergences), with their
+    attachments: the passing, rejected-invalid and unsupported tests' result files were 18 of the
+    28 MB `make run` packed, each cell's outcome is in matrix.html and each case's in
+    results.csv.gz, and a run with `--report-detail full` packs every test. The archive's
+    environment.properties says which it holds (KEPT_KEY)."""
     folder = reports / "allure-results"
     if not folder.is_dir():
         return None
+    keep: set[str] | None = None
+    kept = total = 0
+    if not everything:
+        keep = set()
+        for path in folder.glob("*-result.json"):
+            result = _read_result(path)
+            total += 1
+            if result is None or reported_result(result):
+                kept += 1
+                keep.add(path.name)
+                keep.update(Path(name).name for name in _sources(result))
     archive = reports / ALLURE_RESULTS_ZIP
     partial = archive.with_name(archive.name + ".tmp")
     with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as packed:
         for path in sorted(folder.iterdir()):
-            if path.is_file() and not path.is_symlink() and not _unread_container(path):
-                packed.write(path, arcname=path.name)
+            if not path.is_file() or path.is_symlink() or _unread_container(path):
+                continue
+            if keep is not None and path.name not in keep and (path.name.endswith("-result.json") or "-attachment" in path.name):
+                continue
+            if keep is not None and path.name == ENVIRONMENT:
+                lines = [line for line in _environment_lines(folder) if not line.startswith(f"{KEPT_KEY}=")]
+                packed.writestr(ENVIRONMENT, "\n".join([*lines, f"{KEPT_KEY}=failures: {kept} of {total} tests, those the "
+                                                          "report shows; every test: a run with --report-detail full"]) + "\n")
+                continue
+            packed.write(path, arcname=path.name)
     os.replace(partial, archive)
     shutil.rmtree(folder)
     return archive
+
+
+def kept_tests(results: Path) -> str | None:
+    """What a packed archive's environment says it kept (KEPT_KEY), or None: every test."""
+    for line in _environment_lines(results):
+        key, _, value = line.partition("=")
+        if key == KEPT_KEY:
+            return value
+    return None
 
 
 def report_summary(output: Path) -> dict:

@@ -53,6 +53,8 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 def _run_and_report(reports: Path, *extra: str) -> subprocess.CompletedProcess:
     run = _cli("run", *RUN, "--reports-dir", str(reports), *extra)
     assert run.returncode == 1 and "failed" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]  # the broken backend fails
+    # what the run wrote, before `report` packs the reported tests alone
+    run.unpacked = [json.loads(p.read_bytes()) for p in (reports / "allure-results").glob("*-result.json")]  # type: ignore[attr-defined]
     report = _cli("report", "--reports-dir", str(reports))
     if report.returncode != 0 and "not installed" in report.stderr:
         pytest.skip(f"Allure CLI not installed: {report.stderr.strip()}")
@@ -118,10 +120,10 @@ def test_the_reports_directory_stays_within_its_budget(tiny_run):
 
 
 def test_attachments_for_failures_only_by_default(tiny_run):
-    reports, _ = tiny_run
-    results = _allure_results(reports)
-    failed = [r for r in results if r["status"] == "failed"]
-    passed = [r for r in results if r["status"] == "passed"]
+    reports, run = tiny_run
+    written = run.unpacked
+    failed = [r for r in written if r["status"] == "failed"]
+    passed = [r for r in written if r["status"] == "passed"]
     assert failed and passed and {_backend(r) for r in failed} == {"broken-negzero"}
     for r in failed:
         names = _attachment_names(r)
@@ -130,8 +132,14 @@ def test_attachments_for_failures_only_by_default(tiny_run):
     assert all(not r.get("attachments") for r in passed), [(r["name"], _attachment_names(r)) for r in passed]
     assert any(_backend(r) == "worst-legal" for r in passed)  # the passes that took liberties: no attachment
     summary = html.report_summary(reports / "allure-report")
-    reported = [r for r in results if html.reported_result(r)]
+    reported = [r for r in written if html.reported_result(r)]
     assert summary["stats"]["total"] == len(reported) == len(failed)  # the report: failures and divergences only
+    # the archive keeps the reported tests alone, and says so
+    packed = _allure_results(reports)
+    assert sorted(r["name"] for r in packed) == sorted(r["name"] for r in reported)
+    with zipfile.ZipFile(reports / html.ALLURE_RESULTS_ZIP) as archive:
+        environment = archive.read(html.ENVIRONMENT).decode()
+    assert f"{html.KEPT_KEY}=failures: {len(reported)} of {len(written)} tests" in environment
 
 
 def test_report_detail_full_brings_back_passing_attachments_and_tests(full_run):
@@ -149,6 +157,7 @@ def test_report_reads_the_packed_results_again(tiny_run, tmp_path):
     proc = _cli("report", "--reports-dir", str(copy), "--report-detail", "full")
     assert proc.returncode == 0, proc.stderr
     assert html.report_summary(copy / "allure-report")["stats"]["total"] == len(_allure_results(copy))
+    assert "hold only the tests of the run's report" in proc.stdout  # what --report-detail full cannot bring back
     assert len((copy / "history.jsonl").read_text().splitlines()) == 2
 
 
