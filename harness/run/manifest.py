@@ -8,7 +8,8 @@ and nothing else. So a run also writes, under its results directory:
   it collected, with how many cases the cell should produce (exact for examples, sweeps and
   probes; an upper bound for Hypothesis cells, which stop early once a strategy's space is
   exhausted) or why it will not run (its backend is unavailable);
-- `cells-<worker>.jsonl`: one line per finished cell, with the number of cases it ran;
+- `cells-<worker>.jsonl`: one line per finished cell, with the number of cases it ran (gzip-compressed,
+  `.jsonl.gz`, once the run has ended normally, as the records are);
 - `complete.json`: written last by the controlling process, only when the session ended normally.
 
 A shard of a run split across machines (`--shard I/N`, harness.run.shard) plans only its own
@@ -35,7 +36,7 @@ from typing import Iterable
 
 from harness.run.record_schema import (MAX_COMPLETE_BYTES, MAX_PLAN_BYTES, check_complete, check_finished, check_plan,
                                        read_checked, read_lines, torn_tail)
-from harness.run.results import RESULTS_GLOB, CaseRecord, note_run_id, planned_run_id, recording
+from harness.run.results import COMPRESSED_GLOB, RESULTS_GLOB, CaseRecord, jsonl_files, note_run_id, planned_run_id, recording
 
 PLAN_GLOB, CELLS_GLOB, COMPLETE_FILE = "plan-*.json*", "cells-*.jsonl", "complete.json"
 PLAN_SUFFIXES = (".json", ".json.gz")  # written gzip-compressed (every worker writes the same plan: 5.7 MB each
@@ -152,7 +153,7 @@ def clear_run_files(directory: Path) -> None:
     """A new run's results directory starts empty: records, plans, cell markers, completion."""
     if not directory.is_dir():
         return
-    for pattern in (RESULTS_GLOB, PLAN_GLOB, CELLS_GLOB, COMPLETE_FILE, "*.tmp"):
+    for pattern in (RESULTS_GLOB, COMPRESSED_GLOB, PLAN_GLOB, CELLS_GLOB, CELLS_GLOB + ".gz", COMPLETE_FILE, "*.tmp"):
         for path in directory.glob(pattern):
             path.unlink()
 
@@ -199,7 +200,7 @@ def load_manifest(directory: Path) -> Manifest:
     foreign: list[tuple[str, str]] = []
     unplanned: list[tuple[str, str]] = []
     twice: list[tuple[str, str]] = []
-    for path in sorted(directory.glob(CELLS_GLOB)):
+    for path in jsonl_files(directory, "cells"):
         for number, line in read_lines(path, check_finished):
             where = f"{path}:{number}"
             if line["run_id"] is None:

@@ -23,6 +23,7 @@ from harness.run.record_schema import GZIP_SUFFIX, RUN_ID_ENV, check_record, rea
 
 RESULTS_GLOB = "results-*.jsonl"            # being written (or an interrupted run's)
 COMPRESSED_GLOB = "results-*.jsonl.gz"      # a finished run's, compressed (compress_records)
+CELLS_PLAIN_GLOB = "cells-*.jsonl"          # finished-cell markers (harness.run.manifest), compressed with the records
 
 
 @dataclass
@@ -130,8 +131,14 @@ def record_files(directory: Path) -> list[Path]:
     (being written, or left by an interrupted run) or `results-W.jsonl.gz` (compressed at the run's
     end). Where both exist (a compression cut short between its rename and its unlink) the
     `.jsonl` is read: it is the whole of what the worker wrote, and the records are never read twice."""
-    plain = {path.name: path for path in directory.glob(RESULTS_GLOB)}
-    compressed = [path for path in directory.glob(COMPRESSED_GLOB) if path.name[:-len(GZIP_SUFFIX)] not in plain]
+    return jsonl_files(directory, "results")
+
+
+def jsonl_files(directory: Path, kind: str) -> list[Path]:
+    """`kind-W.jsonl` or, where there is none, `kind-W.jsonl.gz`, one per worker, in worker order
+    (record_files; the finished-cell markers `cells-W.jsonl` are compressed at the run's end too)."""
+    plain = {path.name: path for path in directory.glob(f"{kind}-*.jsonl")}
+    compressed = [path for path in directory.glob(f"{kind}-*.jsonl{GZIP_SUFFIX}") if path.name[:-len(GZIP_SUFFIX)] not in plain]
     return sorted([*plain.values(), *compressed], key=lambda path: path.name.removesuffix(GZIP_SUFFIX))
 
 
@@ -159,14 +166,15 @@ def record_dicts(directory: Path) -> list[dict]:
 
 def compress_records(directory: Path) -> list[Path]:
     """gzip each `results-W.jsonl` of a finished run into `results-W.jsonl.gz` (records compress
-    about 25 to 1; `make run` writes 140 MB of them). Records are appended line by line
+    about 25 to 1; `make run` writes 140 MB of them), and each `cells-W.jsonl` of finished-cell
+    markers likewise (4.6 MB for `make run`: a test id and the run id a line). Records are appended line by line
     while the run goes (an interrupted run keeps them), so this runs once it has ended: the
     controller's session end, or `dmlconform report`. A file that ends inside a line (an
     interrupted write) is left as it is, so that the gate still names it. The `.gz` is written
     under a temporary name and renamed before the `.jsonl` goes: nothing is lost at any point.
     Returns the compressed files."""
     done: list[Path] = []
-    for path in sorted(directory.glob(RESULTS_GLOB)):
+    for path in sorted([*directory.glob(RESULTS_GLOB), *directory.glob(CELLS_PLAIN_GLOB)]):
         if path.is_symlink() or not path.is_file() or torn_tail(path):
             continue
         target = path.with_name(path.name + GZIP_SUFFIX)

@@ -6,6 +6,7 @@ with Ctrl-C; a pytest-xdist worker killed mid-cell. Each test checks the records
 and the gate's verdict on them."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -51,7 +52,8 @@ def test_crash_mid_cell_costs_one_case_and_the_cell_runs_on(tmp_path):
                 "--max-examples", "5", "--workers", "0", "--reports-dir", str(tmp_path), "-k", "test_valid")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = list(read_records(tmp_path / "results"))
-    marker = [json.loads(line) for p in (tmp_path / "results").glob("cells-*.jsonl") for line in p.read_text().splitlines()]
+    marker = [json.loads(line) for p in (tmp_path / "results").glob("cells-*.jsonl.gz")  # compressed at the run's end
+              for line in gzip.decompress(p.read_bytes()).decode().splitlines()]
     assert len(marker) == 1
     ran = marker[0]["cases"]
     statuses = [r.status for r in records]

@@ -52,7 +52,7 @@ def honest(tmp_path_factory) -> Path:
     reports = tmp_path_factory.mktemp("honest")
     _run(reports, 0)
     assert main(["matrix", "--reports-dir", str(reports)]) == 0
-    for packed in (reports / "results").glob("results-*.jsonl.gz"):  # gzip-compressed at the run's end: the tests
+    for packed in (reports / "results").glob("*.jsonl.gz"):  # records and cell markers, gzip-compressed at the run's end: the tests
         packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))  # break the records line by line,
         packed.unlink()  # as a run writes them while it goes (both forms are read alike: test_report_size)
     return reports
@@ -143,8 +143,8 @@ def test_honest_run_with_two_xdist_workers_passes(tmp_path, capsys):
     results = tmp_path / "results"
     plans = {read_plan(p)["run_id"] for p in plan_files(results)}
     assert len(plans) == 1 and len(list(results.glob("plan-gw*.json.gz"))) == 2
-    stamped = {line["run_id"] for pattern in ("results-*.jsonl", "cells-*.jsonl") for p in results.glob(pattern)
-               for line in _lines(p)}
+    stamped = {json.loads(line)["run_id"] for pattern in ("results-*.jsonl.gz", "cells-*.jsonl.gz") for p in results.glob(pattern)
+               for line in gzip.decompress(p.read_bytes()).decode().splitlines()}
     assert stamped == plans == {json.loads((results / "complete.json").read_text())["run_id"]}
 
 
