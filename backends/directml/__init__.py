@@ -43,7 +43,7 @@ MAX_FAILED_STARTS = 3  # runner starts that fail in a row before the backend sto
 # (benchmarks/bench_directml.py, small cases, judged): on an NVIDIA H200 alone 2,590 cases/s in
 # batches of 8 against 1,657 in batches of 64; with 16 runners at once about 1,400 against 400
 # per runner (a request's time grew faster than its case count there: 6 ms for 8 cases, 160 ms
-# for 64, 1.9 s for 256); on lavapipe 3,988 against 4,091, the same within noise.
+# for 64, about 3 s for 256); on lavapipe 3,988 against 4,091, the same within noise.
 BATCH_CASES = 8
 BATCH_BYTES = 32 << 20
 
