@@ -82,9 +82,9 @@ class WineSession:
         never written through. Made again when the stack's prefix is newer (any run on the stack's
         own prefix saves its registry): the new copy is made aside and renamed into place, and the
         old one renamed away, not deleted, so that another run's runners of the same worker name,
-        whose wineserver is keyed to the old directory, go on undisturbed (deleting it under them
-        killed them: 5 cases `crashed`, runner exited -9, when two runs shared a stack). Old copies
-        are removed STALE_PREFIX_S after they were set aside."""
+        whose wineserver is keyed to the old directory, go on with their prefix whole (two runs
+        on one stack share worker names: gw0, gw1). Old copies are removed STALE_PREFIX_S after
+        they were set aside."""
         if not self.worker or not all(c.isalnum() or c in "-_" for c in self.worker):
             return None
         base = self.stack.prefix
