@@ -59,6 +59,14 @@ class DiffResult:
     expected: Expected | None = None
     unspecified_reasons: list[str] = field(default_factory=list)
     legal_note: str | None = None  # why the precision model could not judge (the comparison was exact)
+    # the largest error the backend made that was accepted (passes and divergences alike), for
+    # "how much of each bound do devices use" (docs/precision-model.md): the most ULPs apart any
+    # finite float element was, and the largest share of its explicit allowance (the spec's or its
+    # family's atol, or an ULP comparison's max_ulp) any element used; None: no element differed,
+    # or none had such an allowance
+    max_ulps: int | None = None
+    max_abs: float | None = None  # the largest |got - expected| of those elements
+    bound_use: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -346,12 +354,50 @@ def combine_outputs(results: list[DiffResult]) -> DiffResult:
         for k, v in r.liberties.items():
             liberties[k] = liberties.get(k, 0) + v
     combined.liberties = liberties
+    seen = [r.max_ulps for r in results if r.max_ulps is not None]
+    largest = [r.max_abs for r in results if r.max_abs is not None]
+    used = [r.bound_use for r in results if r.bound_use is not None]
+    combined.max_ulps, combined.max_abs = (max(seen) if seen else None), (max(largest) if largest else None)
+    combined.bound_use = max(used) if used else None
     masks = [r.bad_mask for r in results if r.bad_mask is not None]
     if len(masks) > 1 and all(m.shape == masks[0].shape for m in masks):
         # outputs of one shape (an optimizer's parameters and moments): an element fails where
         # any output fails there, so that an expectation explains the case element by element
         combined.bad_mask = np.logical_or.reduce(masks)
     return combined
+
+
+def _error_seen(comparison: Comparison, facts: ElementFacts, want_d: np.ndarray, got_d: np.ndarray,
+                accepted: np.ndarray) -> tuple[int | None, float | None, float | None]:
+    """Over the differing elements that did not fail (`accepted`): the most ULPs apart a finite
+    float pair is, the largest absolute difference, and the largest share of an explicit bound any of them used: |got - expected| /
+    atol (the spec's), ULPs / max_ulp (an ULP comparison), |got - exact| / bound (a family's error
+    bound). What a bound is measured against: how close devices come."""
+    if want_d.dtype.kind != "f" or not accepted.any():
+        return None, None, None
+    with np.errstate(invalid="ignore", over="ignore"):
+        w64, g64 = want_d.astype(np.float64), got_d.astype(np.float64)
+        finite = accepted & np.isfinite(w64) & np.isfinite(g64)
+        if not finite.any():
+            return None, None, None
+        ulps = ulp_distance(want_d[finite], got_d[finite])
+        most = int(ulps.max())
+        largest = float(np.abs(w64[finite] - g64[finite]).max())
+        use: float | None = None
+        if facts.atol is not None:
+            atol = np.broadcast_to(np.asarray(facts.atol, dtype=np.float64), want_d.shape)[finite]
+            bounded = np.isfinite(atol) & (atol > 0)
+            if bounded.any():
+                use = float((np.abs(w64[finite] - g64[finite])[bounded] / atol[bounded]).max())
+        if comparison.kind == "ulp" and comparison.max_ulp > 0:
+            use = max(use or 0.0, most / comparison.max_ulp)
+        share = getattr(facts, "bound_share", None)  # a family's error bound (reduce, softmax, GEMM, ...)
+        if share is not None:
+            picked = np.asarray(share)[accepted]
+            picked = picked[np.isfinite(picked)]
+            if picked.size:
+                use = max(use or 0.0, float(picked.max()))
+    return most, largest, use
 
 
 def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], expected: Expected, name: str) -> DiffResult:
@@ -383,6 +429,7 @@ def _compare_output(spec: OperatorSpec, case: Case, buffers: dict[str, bytes], e
                         liberties=liberty_counts(expected, tags[legal]) if legal.any() else {},
                         ulp_errors=ulps, unspecified_reasons=reasons,
                         bad_mask=bad, expected=expected, legal_note=facts.legal_note if settled_as.model_asked else None)
+    result.max_ulps, result.max_abs, result.bound_use = _error_seen(comparison, facts, want.reshape(-1)[index], got.reshape(-1)[index], ~bad_d)
     shown = index[bad_d] if bad_d.any() else (index[unspecified_d | ties] if (unspecified_d | ties).any() else index[legal])
     result.first = _report_rows(expected, want, got, ulps, shown)
     _set_verdict(result, comparison, out_type, bad_d, unspecified_d, ties)

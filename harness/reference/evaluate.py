@@ -128,7 +128,18 @@ class Expected:
         return ElementFacts(index=index, atol=self.atol(name, index), legal=legal, legal_tags=tags,
                             model_applies=judged is not None, legal_note=notes[0] if notes else None,
                             ties=self.ties(name, index), unspecified=unspecified, unspecified_reasons=tuple(reasons),
-                            reachable=tuple(reachable))
+                            reachable=tuple(reachable), bound_share=self._bound_share(name, index, actual))
+
+    def _bound_share(self, name: str, index: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
+        """|actual - exact| / bound at `index` where the family states an error bound for `name`."""
+        family = getattr(self, "family", None)
+        if family is None or name not in family.bounds:
+            return None
+        exact, bound = (np.asarray(a).reshape(-1)[index].astype(np.float64) for a in family.bounds[name])
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            got = np.asarray(actual).astype(np.float64)
+            usable = np.isfinite(bound) & (bound > 0) & np.isfinite(exact) & np.isfinite(got)
+            return np.where(usable, np.abs(got - exact) / np.where(usable, bound, 1.0), np.nan)
 
     def _comparison_array(self, name: str, which: str, dtype, flat_index: np.ndarray | None) -> np.ndarray | None:
         """The comparison's `ties` or `atol` expression over the output's elements (or a subset)."""

@@ -29,3 +29,6 @@ class ElementFacts:
     # rules an element meets only on some legal evaluation (a flushed denormal times INF is NaN):
     # (reason, elements), over the elements neither legal nor unspecified as given
     reachable: tuple[tuple[str, np.ndarray], ...]
+    # |actual - exact| / bound per element where a family states an error bound (its `bounds`):
+    # how much of the bound the backend used (NaN where the bound is infinite or not positive)
+    bound_share: np.ndarray | None = None

@@ -301,7 +301,9 @@ def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer:
                         rule=case.broken_rule, tags=list(case.tags), case_file=str(case_file) if case_file else None,
                         expectation=expectation, elements=diff.elements, mismatches=diff.mismatch_count,
                         unspecified=diff.unspecified_count, liberties=dict(diff.liberties),
-                        duration_s=round(seconds, 6), stages={k: round(v, 6) for k, v in stages.items()})
+                        duration_s=round(seconds, 6), stages={k: round(v, 6) for k, v in stages.items()},
+                        max_ulps=diff.max_ulps, max_abs=diff.max_abs,
+                        bound_use=None if diff.bound_use is None else round(min(diff.bound_use, 1e6), 4))
     if first is not None:
         record.tags.append("flaky")
     if writer is not None:

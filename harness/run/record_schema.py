@@ -293,6 +293,7 @@ def _count(key: str, value: object) -> int:
 
 
 MAX_SECONDS = 1e7  # about 116 days: more is not a duration this harness measured
+MAX_MEASURE = 1.8e308  # an error (max_abs) or a share of a bound: any finite double
 
 
 def _seconds(key: str, value: object) -> float:
@@ -300,6 +301,13 @@ def _seconds(key: str, value: object) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SECONDS:
         return float(value)
     raise _Bad(f"{key}: expected a duration in seconds (0 to {MAX_SECONDS:g}), found {value!r:.40}")
+
+
+def _share(key: str, value: object) -> float:
+    """An error or a share of a bound: a finite, non-negative JSON number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_MEASURE:
+        return float(value)
+    raise _Bad(f"{key}: expected a finite number from 0 to {MAX_MEASURE:g}, found {value!r:.40}")
 
 
 def _flag(key: str, value: object) -> bool:
@@ -337,11 +345,11 @@ def _counts(key: str, value: object) -> dict[str, int]:
 
 RECORD_REQUIRED = {"backend", "operator", "feature_level", "data_type", "kind", "status", "case_id", "summary"}
 RECORD_OPTIONAL = {"test_id", "rule", "tags", "case_file", "expectation", "elements", "mismatches", "unspecified",
-                   "liberties", "run_id", "duration_s", "stages"}
+                   "liberties", "run_id", "duration_s", "stages", "max_ulps", "max_abs", "bound_use"}
 _RECORD_KEYS = frozenset(RECORD_REQUIRED | RECORD_OPTIONAL)
 _RECORD_DEFAULTS: dict[str, Any] = {"test_id": "", "rule": None, "case_file": None, "expectation": None, "elements": 0,
                                     "mismatches": 0, "unspecified": 0, "run_id": None,
-                                    "duration_s": 0.0}
+                                    "duration_s": 0.0, "max_ulps": None, "max_abs": None, "bound_use": None}
 _TEXT_FIELDS = ("operator", "feature_level", "data_type", "summary", "test_id")
 _OPTIONAL_TEXT_FIELDS = ("rule", "case_file", "expectation")
 _COUNT_FIELDS = ("elements", "mismatches", "unspecified")
@@ -380,6 +388,11 @@ def check_record(value: object) -> dict[str, Any]:
     out["duration_s"] = _seconds("duration_s", out["duration_s"])
     out["stages"] = {_text("stages key", k): _seconds(f"stages.{k[:80]}", v)
                      for k, v in _object("stages", out.get("stages", {})).items()}
+    if out["max_ulps"] is not None:
+        out["max_ulps"] = _count("max_ulps", out["max_ulps"])
+    for measure in ("max_abs", "bound_use"):
+        if out[measure] is not None:
+            out[measure] = _share(measure, out[measure])
     return out
 
 

@@ -47,6 +47,9 @@ class CaseRecord:
     liberties: dict[str, int] = field(default_factory=dict)  # precision-model liberty -> elements that needed it
     duration_s: float = 0.0  # wall seconds the backend took on the case (both runs of a rerun case)
     stages: dict[str, float] = field(default_factory=dict)  # backend stage -> seconds (DirectML: create, compile, ...)
+    max_ulps: int | None = None  # the largest ULP distance of an accepted element (harness.judge.diff._error_seen)
+    max_abs: float | None = None  # the largest |got - expected| of an accepted element
+    bound_use: float | None = None  # the largest share of an explicit bound an accepted element used
     run_id: str | None = None  # the run that wrote it (None: read from an older dmlconform's results)
     source: str = field(default="", compare=False, repr=False)  # `file:line` it was read from (never written)
 
@@ -97,6 +100,9 @@ class ResultWriter:
     def write(self, record: CaseRecord) -> None:
         body = asdict(record)
         del body["source"]
+        for unmeasured in ("max_ulps", "max_abs", "bound_use"):  # most cases: nothing differed (read back as None)
+            if body[unmeasured] is None:
+                del body[unmeasured]
         run_id = record.run_id or self.run_id or planned_run_id(self.directory)
         if run_id is None:
             del body["run_id"]
