@@ -63,9 +63,12 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "gather_nd": ("inputs", "input_dimensions", "index_dimensions"),  # and `batch_dimensions`, optional (absent: 0)
     "scatter_elements": ("inputs", "axis"),
     "scatter_nd": ("inputs", "input_dimensions", "index_dimensions"),
+    "unpool": ("inputs",),
     "window": ("inputs", "strides", "dilations", "starts", "ends", "output_padding", "groups", "transposed", "flip"),
     # and `dilations`, `include_padding` (AveragePool), `p` (LpPool), `indices` (MaxPool), optional
     "pool": ("op", "inputs", "window_size", "strides", "starts", "ends"),
+    "col2im": ("inputs", "window_size", "strides", "dilations", "starts", "ends"),
+    "nonzero": ("inputs", "count", "coordinates"),
     "join": ("inputs", "axis"),
     "split": ("inputs", "outputs", "axis"),
     "tile": ("inputs", "repeats"),
@@ -74,6 +77,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "one_hot": ("inputs", "axis"),
     "reverse_sequence": ("inputs", "axis"),
     "normalize": ("op", "inputs"),  # the axes are the spec family's own (formula.family.axes)
+    "quantized_node": ("op", "inputs"),  # and `domain`, `per_tensor`, optional
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -233,11 +237,12 @@ class OnnxRuntimeBackend:
             "reduce_index": self._reduce_index, "reduce": self._reduce, "slice_window": self._slice_window,
             "top_k": self._top_k, "pad": self._pad, "matmul": self._matmul, "gather": self._gather,
             "gather_elements": self._gather_elements, "gather_nd": self._gather_nd,
-            "scatter_elements": self._scatter_elements, "scatter_nd": self._scatter_nd,
-            "window": self._window, "pool": self._pool, "join": self._join, "split": self._split,
+            "scatter_elements": self._scatter_elements, "scatter_nd": self._scatter_nd, "unpool": self._unpool,
+            "window": self._window, "pool": self._pool, "col2im": self._col2im, "nonzero": self._nonzero,
+            "join": self._join, "split": self._split,
             "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
             "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
-            "normalize": self._normalize}
+            "normalize": self._normalize, "quantized_node": self._quantized_node}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -563,6 +568,76 @@ class OnnxRuntimeBackend:
         feeds = {"a": a, "b": b} if c is None else {"a": a, "b": b, "c": c}
         return self._session(session_key, build).run(None, feeds)[0]
 
+    def _quantized_node(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX node (`op`, in `domain`, default ONNX's) over the table entry's `inputs` in the
+        node's order: the `operands` (default: the first two inputs; the matrices, or the input and
+        filter) fed as they are, every other one (a scale or zero point) as a scalar where it holds
+        one element, else flattened to 1-D (ONNX's per-row or per-column form, in the order it holds
+        its elements). An absent optional input is left out (an empty name), or, where `zeros` names
+        it, fed as a scalar 0 of the type of the field it maps to (a zero point ONNX requires). The
+        fields under `per_tensor` must hold one element: ONNX Runtime takes no other (more:
+        unsupported); those under `batched`, where the second operand has batch dims, are fed as
+        {batch..., 1, elements} (ONNX Runtime's per-column form for a batched B: a 1-D one it
+        takes only for a 2-D B). A field under `absent_only` makes the case unsupported where it is
+        present (`absent_only_why` says why). `window` ({strides, dilations, starts, ends, groups}:
+        the array and scalar fields) gives a convolution node its strides, dilations, pads and group."""
+        names = list(entry["inputs"])
+        operands = list(entry.get("operands", names[:2]))
+        for name in entry.get("absent_only", []):
+            if d.tensors.get(name) is not None:
+                raise _Unsupported(f"ONNX Runtime's {entry['op']} has no {name} of this form ({entry.get('absent_only_why', 'see backends/onnxruntime_ops')})")
+        zeros = dict(entry.get("zeros", {}))
+        feeds: dict[str, np.ndarray] = {}
+        types: dict[str, str] = {}
+        for name in names:
+            desc = d.tensors.get(name)
+            if desc is None and name in zeros:  # required by ONNX: a 0 of the tensor's type it dequantizes
+                like = d.tensors[zeros[name]]
+                assert like is not None
+                feeds[name], types[name] = np.zeros((), self.specs.catalog.dtype(like.data_type).numpy), like.data_type
+                continue
+            if desc is None:
+                continue
+            if desc.data_type not in _ONNX_TYPES:
+                raise _Unsupported(f"ONNX has no {desc.data_type}")
+            value = inputs[name]
+            if name not in operands:
+                if value.size != 1 and name in entry.get("per_tensor", []):
+                    raise _Unsupported(f"ONNX Runtime's {entry['op']} takes a per-tensor {name} only ({value.size} elements)")
+                value = value.reshape(()) if value.size == 1 else value.reshape(-1)
+                second = inputs[operands[1]]
+                if value.ndim == 1 and name in entry.get("batched", []) and second.ndim > 2:  # {batch..., 1, N}
+                    value = np.broadcast_to(value, second.shape[:-2] + (1, value.size))
+            feeds[name], types[name] = np.ascontiguousarray(value), desc.data_type
+        out_name = self.specs.operator(d.operator).formula.output
+        out_desc = d.tensors[out_name]
+        assert out_desc is not None
+        out_type = out_desc.data_type
+        if out_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {out_type}")
+        attrs: dict[str, Any] = {}
+        if "window" in entry:  # a convolution's window, from the array and scalar fields the entry names
+            names_ = attribute_names(self.specs.operator(d.operator), d.attributes)
+            win = entry["window"]
+            attrs = {"strides": [int(v) for v in names_[win["strides"]]], "dilations": [int(v) for v in names_[win["dilations"]]],
+                     "pads": [int(v) for v in names_[win["starts"]]] + [int(v) for v in names_[win["ends"]]],
+                     "group": int(names_[win["groups"]])}
+        key = ("quantized_node", entry["op"], entry.get("domain", ""), tuple((n, types[n], feeds[n].shape) for n in feeds), out_type,
+               tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items())))
+
+        def build() -> Any:
+            from onnx import helper
+            node = helper.make_node(entry["op"], [n if n in feeds else "" for n in names], ["y"], domain=entry.get("domain", ""),
+                                    **attrs)
+            while node.input and node.input[-1] == "":  # trailing absent inputs are left out
+                node.input.pop()
+            graph = helper.make_graph([node], entry["op"],
+                                      [helper.make_tensor_value_info(n, _ONNX_TYPES[types[n]], list(feeds[n].shape)) for n in feeds],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[out_type], None)])
+            opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid(entry["domain"], 1)] if entry.get("domain") else [])
+            return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+        return self._session(key, build).run(None, feeds)[0]
+
     def _two_operands_and_addend(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple:
         """What the matmul and window builders share: the spec, the attributes by name, the table
         entry's two operands and optional addend (None when absent), and the first one's type
@@ -653,6 +728,58 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         results = self._session(key, build).run(None, {"x": x})
         return {spec.formula.output: results[0], **({indices: results[1]} if indices is not None else {})}
+
+    def _col2im(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Col2Im (opset 18): the columns {N, C x prod(block), L} summed back into the image
+        whose spatial sizes are the output's; block_shape from the `window_size` field, strides,
+        dilations and pads [starts..., ends...] from the table's array fields."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        rank = len(out_shape) - 2
+
+        def ints(key: str, default: int) -> list[int]:
+            return [int(v) for v in names[entry[key]]] if key in entry else [default] * rank
+        attrs: dict[str, Any] = {"strides": ints("strides", 1), "dilations": ints("dilations", 1),
+                                 "pads": ints("starts", 0) + ints("ends", 0)}
+        image, block = np.array(out_shape[2:], dtype=np.int64), np.array(ints("window_size", 1), dtype=np.int64)
+        key = ("Col2Im", in_type, tuple(x.shape), tuple(out_shape), tuple(block.tolist()),
+               tuple((k, tuple(v)) for k, v in sorted(attrs.items())))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node("Col2Im", ["x", "image_shape", "block_shape"], ["y"], **attrs)
+            graph = helper.make_graph([node], "Col2Im",
+                                      [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape)),
+                                       helper.make_tensor_value_info("image_shape", TensorProto.INT64, [rank]),
+                                       helper.make_tensor_value_info("block_shape", TensorProto.INT64, [rank])],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "image_shape": image, "block_shape": block})[0]
+
+    def _nonzero(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX NonZero and a Transpose (its {rank, count} int64 indices as one row per element,
+        in element order): the count into the `count` output, the rows' last N coordinates (N the
+        `coordinates` output's last size) into its first rows, the rows past the count 0 (what the
+        spec leaves open); int64, the caller casts."""
+        spec, x, in_type, _ = self._family_operand(entry, d, inputs)
+        count_desc, coords_desc = d.tensors[entry["count"]], d.tensors[entry["coordinates"]]
+        assert count_desc is not None and coords_desc is not None
+        sizes = list(coords_desc.sizes)
+        rows, width = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
+        key = ("NonZero", in_type, tuple(x.shape))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            nodes = [helper.make_node("NonZero", ["x"], ["i"]), helper.make_node("Transpose", ["i"], ["y"], perm=[1, 0])]
+            graph = helper.make_graph(nodes, "NonZero", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", TensorProto.INT64, [None, x.ndim])])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        found = self._session(key, build).run(None, {"x": x})[0].reshape(-1, x.ndim)
+        out = np.zeros((rows, width), dtype=np.int64)
+        kept = found[:rows, max(0, x.ndim - width):]
+        out[:len(kept), width - kept.shape[1]:] = kept
+        return {entry["count"]: np.full(list(count_desc.sizes), len(found), dtype=np.int64),
+                entry["coordinates"]: out.reshape(sizes)}
 
     def _join(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX Concat of the present items of a tensor array (`inputs` names the array) along
@@ -826,6 +953,40 @@ class OnnxRuntimeBackend:
                 [helper.make_tensor_value_info("y", t, list(x.shape))])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x, "i": indices, "u": updates})[0]
+
+    def _unpool(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX MaxUnpool (`inputs`: the values, then their flat indices into the whole output)
+        with a 1-sized kernel and stride and the output's Sizes as its output_shape input: zeros, each
+        value written at its index. ONNX Runtime's kernel takes float types only, the output's batch
+        and channel sizes equal to the input's and spatial sizes no smaller, and does not check the
+        indices: anything else is unsupported, checked before the run."""
+        spec, x, in_type, _ = self._family_operand(entry, d, inputs, operand=0)
+        if in_type not in ("FLOAT32", "FLOAT16", "FLOAT64"):
+            raise _Unsupported(f"ONNX MaxUnpool takes float tensors only, not {in_type}")
+        indices = _int64_indices(inputs[entry["inputs"][1]])
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        if len(out_sizes) != x.ndim or out_sizes[:2] != list(x.shape[:2]) or any(
+                o < i for o, i in zip(out_sizes[2:], x.shape[2:])):
+            raise _Unsupported(f"ONNX Runtime's MaxUnpool needs the input's batch and channel sizes and spatial sizes no "
+                               f"smaller ({list(x.shape)} into {out_sizes})")
+        total = int(np.prod(out_sizes, dtype=np.int64))
+        if ((indices < 0) | (indices >= total)).any():  # ONNX Runtime would write past the output
+            raise _Unsupported(f"an index outside [0, {total - 1}]: ONNX Runtime's MaxUnpool does not check it; "
+                               "DirectML leaves the output open there but must not fail")
+        rank = x.ndim - 2
+        key: tuple = ("MaxUnpool", in_type, tuple(x.shape), tuple(out_sizes))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            t = _ONNX_TYPES[in_type]
+            shape = helper.make_tensor("shape", TensorProto.INT64, [len(out_sizes)], out_sizes)
+            node = helper.make_node("MaxUnpool", ["x", "i", "shape"], ["y"], kernel_shape=[1] * rank, strides=[1] * rank)
+            graph = helper.make_graph([node], "MaxUnpool", [
+                helper.make_tensor_value_info("x", t, list(x.shape)),
+                helper.make_tensor_value_info("i", TensorProto.INT64, list(x.shape))],
+                [helper.make_tensor_value_info("y", t, out_sizes)], initializer=[shape])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "i": indices.reshape(x.shape)})[0]
 
     def _scatter_nd(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """One ONNX ScatterND (reduction none) on the input reshaped to its last `input_dimensions`

@@ -140,7 +140,12 @@ def _break_data_type(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 
 def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
-    lo, hi = dim_range(spec, level, [n for n in _present(d)], member_of(spec, d.attributes))
+    # the count must lie outside the range of the tensors _set_group_sizes resizes: a derived tensor
+    # with a narrower range (a 3D-only output of a 3-to-8D input) keeps its Sizes, so a count outside
+    # its range alone would break nothing
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    resized = shape_group(spec) or {f.name for f in spec.tensor_fields if f.name not in derived}
+    lo, hi = dim_range(spec, level, [n for n in _present(d) if n in resized] or _present(d), member_of(spec, d.attributes))
     outside = [n for n in range(1, 10) if not lo <= n <= hi]
     if not outside:
         return None

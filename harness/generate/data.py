@@ -295,6 +295,11 @@ def _apply_distinct(distinct: Any, values: np.ndarray, low: int, high: int, name
         return distinct_lines(values, axis, low, high, modulo, rng)
     if distinct.within == "tensor" and isinstance(modulo, list) and all(isinstance(m, int) for m in modulo):
         return distinct_tuples(values, axis, low, high, modulo, rng)
+    if distinct.within == "blocks" and isinstance(modulo, int) and not isinstance(modulo, bool):
+        # each block of the dims from `axis` on is one line (flat indices into a whole tensor: axis 0)
+        shape = values.shape
+        blocks = values.reshape(shape[0], int(np.prod(shape[1:axis + 1], dtype=np.int64)), -1)
+        return distinct_lines(blocks, 1, low, high, modulo, rng).reshape(shape)
     return values
 
 

@@ -181,6 +181,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
         if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
             sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
+        if any(c.align == "right" for c in spec.shape_rules if c.tensors[0] == name):
+            sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), sum(t is None for t in types.values()))
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
@@ -315,6 +317,22 @@ _DOMAIN_KEYS: tuple[Literal["subset_of", "length", "each", "one_of"], ...] = ("s
 def domain_reads(pool: AttributePool) -> set[str]:
     """The names a field's domain expressions read."""
     return set().union(*(pool[key].names() for key in _DOMAIN_KEYS if key in pool))
+
+
+def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, absent: int) -> list[int]:
+    """A broadcast operand's Sizes (its shape rule aligns right) at a dimension count drawn from
+    its table's range `lo`..`hi`: leading 1s left out or added, so that every count the table lists
+    is generated, not only the count of the tensor it broadcasts against. The first choice cycles
+    through the range with the cell (the count it derives from, and how many tensors it leaves
+    absent): a bounded run of one descriptor per coverage-plan cell (whose first draw is the first
+    choice) then reaches every count, below, at and above the other tensors'."""
+    ones = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
+    least = max(lo, len(sizes) - ones, 1)
+    if least > hi:
+        return sizes
+    first = least + (2 * len(sizes) + absent) % (hi - least + 1)
+    count = draw(st.sampled_from([first, *(c for c in range(least, hi + 1) if c != first)]))
+    return sizes[len(sizes) - count:] if count <= len(sizes) else [1] * (count - len(sizes)) + sizes
 
 
 def _free_size(draw: st.DrawFn, entry: Any, most: int) -> int:

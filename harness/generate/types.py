@@ -189,6 +189,9 @@ def coverage_plan(spec: OperatorSpec, level: str, data_type: str | None = None, 
 def _build_plan(spec: OperatorSpec, level: str, data_type: str | None, member: str | None) -> list[PlanCell]:
     plan: list[PlanCell] = []
     group = shape_group(spec)
+    derived = {c.tensors[0] for c in spec.shape_rules}
+    if derived and not group:  # as valid_descriptors: the free tensors take the cell's dimension count
+        group = {f.name for f in spec.tensor_fields if f.name not in derived}
     for types in valid_type_assignments(spec, level, member):
         if data_type is not None and primary_type(spec, types) != data_type:
             continue

@@ -14,7 +14,7 @@ from harness.model.facts import attribute_names, expression_scope, level_facts, 
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.model import OperatorSpec, SpecSet
-from harness.spec.shape_expr import is_free
+from harness.spec.shape_expr import is_free, right_aligned
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
 # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
@@ -156,10 +156,17 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str
         want = c.sizes.evaluate(names, tensors) if c.sizes is not None else None
         if desc is None or want is None:
             continue
+        have = list(desc.sizes)
+        if c.align == "right" and isinstance(want, list):  # a broadcast operand: leading 1s may be left out or added
+            cut = right_aligned(have, want)
+            if cut is None:
+                out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {have}, expected {want} (right-aligned)"))
+                continue
+            have, want = cut
         if c.bound == "upper":
-            if len(desc.sizes) != len(want) or not all(is_free(w) or 1 <= a <= w for a, w in zip(desc.sizes, want)):
+            if len(have) != len(want) or not all(is_free(w) or 1 <= a <= w for a, w in zip(have, want)):
                 out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, each must be 1 to {want}"))
-        elif len(desc.sizes) != len(want) or not all(is_free(w) or a == w for a, w in zip(desc.sizes, want)):
+        elif len(have) != len(want) or not all(is_free(w) or a == w for a, w in zip(have, want)):
             out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {list(desc.sizes)}, expected {want}"))  # `free`: any size
     return out
 

@@ -146,7 +146,7 @@ def _bounds(spec: OperatorSpec) -> dict[str, str]:
 def _constraint_key(c) -> tuple:
     """What makes a constraint what it is, for comparing two versions of it."""
     texts = tuple(e.text if e is not None else None for e in (c.check, c.sizes, c.guard))
-    return (c.rule, c.tensors, c.types, c.when, texts, c.bound)
+    return (c.rule, c.tensors, c.types, c.when, texts, c.bound, c.align)
 
 
 def diff_operator(a: OperatorSpec, b: OperatorSpec) -> list[str]:

@@ -124,7 +124,7 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
     "data_movement",
     params={
         "mode": Param("choice", choices=("strided_window", "pad", "join", "split", "tile", "space_to_depth", "depth_to_space",
-                                         "one_hot", "reverse_prefix"),
+                                         "one_hot", "reverse_prefix", "coordinates_of_nonzero"),
                       meaning="strided_window: OutputTensor[o] = InputTensor[start + strides * o], start at the window's "
                               "beginning, or its end where the stride is negative; pad: the input placed after `start` "
                               "elements per dimension, the elements around it from the padding rule in force; join: "
@@ -135,7 +135,10 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
                               "moved into channels as `order` lays them out; depth_to_space: its inverse; "
                               "one_hot: per sequence along `axis`, values[1] at the position `indices` names and "
                               "values[0] elsewhere; reverse_prefix: per sequence along `axis` of the input, its first "
-                              "`lengths` elements reversed and the rest copied"),
+                              "`lengths` elements reversed and the rest copied; coordinates_of_nonzero: the "
+                              "coordinates of the input's non-zero elements (-0 is zero, NaN is not), ascending by "
+                              "element index, one row each over the input's last N dims (N the `coordinates` "
+                              "output's last size), and their number in `count`"),
         "items": Param("tensor_array", meaning="the tensor array field whose present items are joined, or split into",
                        modes=("join", "split")),
         "axis": Param("scalar", meaning="the UINT field naming the joined or split axis, the axis of the output's "
@@ -165,6 +168,12 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
         "repeats": Param("array", meaning="the number of copies per dimension", modes=("tile",)),
         "block_size": Param("scalar", meaning="the UINT field of the block's height and width",
                             modes=("space_to_depth", "depth_to_space")),
+        "count": Param("output", modes=("coordinates_of_nonzero",),
+                       meaning="the output of one element (every size 1) holding the number of non-zero elements"),
+        "coordinates": Param("output", modes=("coordinates_of_nonzero",),
+                             meaning="the output {1..., M, N} (M the input's element count) whose first `count` rows "
+                                     "hold the non-zero elements' coordinates; the rows after them are the spec's "
+                                     "`unspecified` rule's to mark (element variables `row` and `count`)"),
         "order": Param("choice", required=False, choices=("depth_column_row", "column_row_depth"), by_enum=True,
                        modes=("space_to_depth", "depth_to_space"),
                        meaning="how a depth channel holds (block row, block column, channel), slowest first: "
@@ -183,6 +192,10 @@ DATA_MOVEMENT_FAMILY = FamilyDeclaration(
         "axis_size": "one_hot and reverse_prefix: the size of the output's sequences along `axis`",
         "on": "one_hot: 1 where the element is written with values' second element (its sequence's selected "
               "position), 0 where with the first",
+        "row": "coordinates_of_nonzero: the row (second-to-last coordinate) of the coordinates output's element; 0 "
+               "in the count output",
+        "count": "coordinates_of_nonzero: the number of non-zero input elements, the fewer of the two readings D3D "
+                 "allows where fp32 denormal inputs may be flushed (a flushed denormal is zero)",
     },
 )
 
@@ -192,13 +205,16 @@ GATHER_FAMILY = FamilyDeclaration(
         # `mode` is optional so that a spec written before the modes existed keeps meaning
         # `take`; which of axis / index_dimensions a mode needs is checked by the plug-in
         # (harness.reference.families.gather.check_mode), as `modes` can only name explicit values
-        "mode": Param("choice", required=False, choices=("take", "elements", "nd", "scatter_elements", "scatter_nd"),
+        "mode": Param("choice", required=False, choices=("take", "elements", "nd", "scatter_elements", "scatter_nd",
+                                                         "scatter_flat"),
                       meaning="take (the default): input.take(indices, axis), the index sizes replacing the axis; "
                               "elements: indices has the input's rank, output[p] = input[p with p[axis] = indices[p]]; "
                               "nd: each index tuple (the last dim of indices) picks a sub-block of the input's "
                               "meaningful dims, per batch where batch_dimensions is set; "
                               "scatter_elements and scatter_nd: the inverse moves, the output a copy of the input with "
-                              "the elements that elements or nd would read overwritten by `updates`"),
+                              "the elements that elements or nd would read overwritten by `updates`; "
+                              "scatter_flat: zeros of the output's Sizes, each input element written at the flat "
+                              "row-major position of the whole output its index (indices has the input's Sizes) names"),
         "input": Param("input", meaning="the tensor read from"),
         "indices": Param("input", meaning="the integer tensor of indices (a negative value of a signed type counts "
                                           "from the end of the dimension it indexes)"),
@@ -225,7 +241,8 @@ GATHER_FAMILY = FamilyDeclaration(
                  "outside its dimension, or the tuple's first coordinate when none is; in the scatter modes the "
                  "(first) coordinate that wrote the element, 0 where none did, and where any index of the tensor lies "
                  "outside its dimension that index in every element (a write that goes astray may land anywhere)",
-        "axis_size": "the size of the input dimension that `index` indexes (the gathered axis in modes take and elements)",
+        "axis_size": "the size of the input dimension that `index` indexes (the gathered axis in modes take and elements; "
+                     "the output's element count in mode scatter_flat)",
         "conflicting_writes": "scatter modes: how many different values (bit patterns) the updates written to this "
                               "output element hold, less one (0 where none or one is written: the element is "
                               "determined); 0 in the gather modes",
@@ -239,6 +256,12 @@ MATMUL_FAMILY = FamilyDeclaration(
         "b": Param("input", meaning="the right matrix tensor: its last two dims are {K, N}, or {N, K} where transpose_b holds"),
         "transpose_a": Param("expression", meaning="true: a's last two dims are transposed before the product"),
         "transpose_b": Param("expression", meaning="true: b's last two dims are transposed before the product"),
+        "a_zero_point": Param("input", required=False,
+                              meaning="a tensor subtracted from a before the product (a quantized product's zero point), "
+                                      "broadcast against a as stored, right-aligned (size-1 leading dims beyond a's "
+                                      "dropped); absent from a descriptor: the formula's absent value"),
+        "b_zero_point": Param("input", required=False,
+                              meaning="as a_zero_point, subtracted from b before the product"),
         "bounds": Param("bounds", required=False,
                         meaning="for the formula variable ab, the largest |device - exact| a conforming device may "
                                 "show, over its bound variables (without one: exact)"),
@@ -246,6 +269,12 @@ MATMUL_FAMILY = FamilyDeclaration(
     formula_variables={
         "ab": "the exact dot product of row m of op(a) and column n of op(b) over K (float64), per output element "
               "{batch..., m, n}; the leading (batch) dims of a, b and the output are equal",
+    },
+    element_variables={
+        "sum_abs": "the sum of |a_k * b_k| over the K terms whose factors are finite (zero points subtracted): what "
+                   "the partial sums of any order stay within, for rules on an order that scales the terms first",
+        "max_abs_a": "the largest finite |a_k| of row m of op(a) (zero point subtracted)",
+        "max_abs_b": "the largest finite |b_k| of column n of op(b) (zero point subtracted)",
     },
     bound_variables={
         "K": "the number of terms of the dot product (the shared dimension of op(a) and op(b))",
@@ -265,16 +294,18 @@ MATMUL_FAMILY = FamilyDeclaration(
 WINDOW_FAMILY = FamilyDeclaration(
     "window",
     params={
-        "combine": Param("choice", required=False, choices=("dot", "max", "average", "lp"),
+        "combine": Param("choice", required=False, choices=("dot", "max", "average", "lp", "im2col", "col2im"),
                          meaning="what a window gives (absent: dot): dot, the sum of input times filter (a convolution, "
                                  "formula variable xw); max, the largest input element the window reads (a pooling, with "
                                  "its index where `indices` names an output); average, their sum over a divisor; lp, "
-                                 "(sum |x|^p)^(1/p) over them. The pooling choices take no filter"),
+                                 "(sum |x|^p)^(1/p) over them; im2col, every window's elements as one column of a "
+                                 "{N, C x prod(window_size), windows} output (0 on the padding); col2im, its adjoint: each "
+                                 "column's elements summed back onto the positions they were read from. These take no filter"),
         "input": Param("input", meaning="the tensor the windows slide over: {batch, channels, spatial...}"),
         "filter": Param("input", modes=("dot",),
                         meaning="the weights: {out channels, channels / groups, kernel...}, or where `transposed` "
                                 "holds {in channels, out channels / groups, kernel...}"),
-        "window_size": Param("array", modes=("max", "average", "lp"),
+        "window_size": Param("array", modes=("max", "average", "lp", "im2col", "col2im"),
                              meaning="a pooling's window extent per spatial dimension (the filter's kernel sizes for dot)"),
         "include_padding": Param("expression", required=False, modes=("average",),
                                  meaning="true: the average's divisor is the window's element count, padding included; "
@@ -301,6 +332,13 @@ WINDOW_FAMILY = FamilyDeclaration(
                                     "over the output through the filter)"),
         "flip": Param("expression", modes=("dot",),
                       meaning="true: the filter is read in reverse order along each spatial dimension"),
+        "input_zero_point": Param("input", required=False, modes=("dot",),
+                                  meaning="a tensor subtracted from the input before the products (a quantized "
+                                          "convolution's zero point), broadcast right-aligned; a padded position is "
+                                          "no term, so it reads as the zero point"),
+        "filter_zero_point": Param("input", required=False, modes=("dot",),
+                                   meaning="one value per output channel, laid out as the output ({1, M, 1, ...}, "
+                                           "right-aligned), subtracted from that channel's filter (forward only)"),
         "bounds": Param("bounds", required=False,
                         meaning="dot: for the formula variable xw; a pooling: per combine choice; the largest "
                                 "|device - exact| a conforming device may show, over the bound variables (without one: "
@@ -331,9 +369,14 @@ WINDOW_FAMILY = FamilyDeclaration(
     "sum_abs": "the sum of |x * w| over the window's terms whose factors are finite",
     "sum_inputs": "the sum of |x| + |w| over the window's terms' finite factors (a flushed fp32 denormal factor moves "
                   "its product by less than tiny times the other factor)",
-    "N": "a pooling: the number of window elements that land on the input (the terms summed)",
+    "N": "a pooling: the number of window elements that land on the input (the terms summed); col2im: the number of "
+         "column elements summed onto the output position",
     "D": "a pooling: the average's divisor (N, or the window's element count where include_padding holds); N otherwise",
     "max_abs": "a pooling: the largest |x| over the window's finite elements",
+    "p": "lp: the exponent p (the value of the `p` field); 1 for the other combines",
+    "sum_abs_log2": "lp: the sum of |x|^p * max(1, |log2 |x||) over the window's finite non-zero elements (HLSL pow's "
+                    "log2 error is scaled by |log2 x|, so each term's error weighs its own log); average: the same over |x|",
+    "max_log2": "lp: the largest max(1, |log2 |x||) over the window's finite non-zero elements (1 where there is none)",
 },
 )
 
@@ -388,11 +431,30 @@ NORMALIZE_FAMILY = FamilyDeclaration(
     },
 )
 
+GENERATOR_FAMILY = FamilyDeclaration(
+    "generator",
+    params={
+        "mode": Param("choice", choices=("philox4x32_10",),
+                      meaning="philox4x32_10: counter-based pseudo-random bits (Salmon et al., SC11, Random123): "
+                              "output element i is word i mod 4 of the 10-round Philox-4x32 block of the 128-bit "
+                              "counter plus i // 4, under the 64-bit key"),
+        "state": Param("input", meaning="the UINT32 state of 6 words: the 128-bit counter in words 0 to 3, the least "
+                                        "significant first, then the 64-bit key in words 4 and 5"),
+        "values": Param("output", meaning="the output of pseudo-random UINT32 words, row-major"),
+        "next_state": Param("output", meaning="the output of the state after the call: the counter advanced by the "
+                                              "blocks used, ceil(elements / 4), modulo 2^128; the key unchanged"),
+    },
+    element_variables={
+        "wrapped": "1 where the element's 128-bit counter (or the advanced counter of the next state) passed "
+                   "2^128 - 1 and wrapped to 0, else 0",
+    },
+)
+
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
                                                                     MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
-                                                                    NORMALIZE_FAMILY)}
+                                                                    NORMALIZE_FAMILY, GENERATOR_FAMILY)}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from harness.model.layout import MAX_ELEMENTS
 from harness.spec.expr import FormulaError
 from harness.spec.model import MAX_DIMENSIONS, FieldSpec, OperatorSpec, SupportTable, enum_members
 from harness.spec.read_formula import limit_problem, range_problem
-from harness.spec.shape_expr import BEYOND, MAX_STEPS, ShapeExpr, is_free, without_text
+from harness.spec.shape_expr import BEYOND, MAX_STEPS, ShapeExpr, is_free, right_aligned, without_text
 from harness.spec.source import KeyPath, load_yaml
 
 # A derived tensor holds at most this many elements: what a case file can carry (a failing case is
@@ -524,22 +524,24 @@ def _rules_hold(prober: _Prober, descriptor: Descriptor, names: dict[str, Any], 
         want = prober.ev(c.sizes, names, facts) if c.sizes is not None else None
         desc = descriptor.tensors.get(c.tensors[0])
         if desc is not None and want is not None:
-            holds = holds and isinstance(want, list) and len(want) == len(desc.sizes) and all(
+            have = list(desc.sizes)
+            cut = right_aligned(have, want) if c.align == "right" and isinstance(want, list) else (have, want)
+            holds = holds and cut is not None and isinstance(cut[1], list) and len(cut[1]) == len(cut[0]) and all(
                 is_free(w) or (isinstance(w, int) and (1 <= a <= w if c.bound == "upper" else a == w))
-                for a, w in zip(desc.sizes, want))
+                for a, w in zip(*cut))
     return holds
 
 
 def _distinct_problem(distinct: Any, desc: Any, prober: _Prober, names: dict[str, Any], facts: dict) -> str | None:
     """What is wrong with a range's `distinct` rule on one descriptor: its axis must be one of the
-    tensor's dims, its modulo a positive integer (within lines) or one per position of that axis
-    (within tensor); an expression without a value is not in force."""
+    tensor's dims, its modulo a positive integer (within lines or blocks) or one per position of that
+    axis (within tensor); an expression without a value is not in force."""
     axis, modulo = prober.ev(distinct.axis, names, facts), prober.ev(distinct.modulo, names, facts)
     if axis is None or modulo is None:
         return None
     if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < len(desc.sizes):
         return f"distinct.axis is {axis!r}, not a dimension of the tensor's {len(desc.sizes)}"
-    if distinct.within == "lines":
+    if distinct.within in ("lines", "blocks"):
         ok = isinstance(modulo, int) and not isinstance(modulo, bool) and modulo >= 1
         return None if ok else f"distinct.modulo is {modulo!r}, not a positive integer"
     ok = isinstance(modulo, list) and len(modulo) == desc.sizes[axis] and all(

@@ -127,6 +127,7 @@ class Constraint:
     sizes: ShapeExpr | None = None   # rule shape: the Sizes `tensors[0]` must have (generation derives them)
     guard: ShapeExpr | None = None   # an expression `when`: the rule is in force only where it holds
     bound: str | None = None         # rule shape with bound 'upper': each size from 1 up to `sizes`
+    align: str | None = None         # rule shape with align 'right': compared right-aligned, leading 1s left out or added
     _tensor_names: tuple[str, ...] = ()  # every tensor field of the operator (what `reads` looks for)
     _arrays: tuple[tuple[str, tuple[str, ...]], ...] = ()  # each tensor array and its items (a loop reads them all)
 
@@ -305,9 +306,11 @@ class Distinct:
     random data would repeat them often. `within: lines`: along each line of the tensor along
     `axis`, no two values are equal modulo `modulo` (an integer: i and i - size name one element);
     `within: tensor`: the lines along `axis` (index tuples) are pairwise different, coordinate k
-    taken modulo `modulo[k]` (a list as long as the axis)."""
+    taken modulo `modulo[k]` (a list as long as the axis); `within: blocks`: within each block of the
+    tensor's dims from `axis` to its last (axis 0: the whole tensor, as flat indices into a whole
+    tensor need), no two values are equal modulo `modulo` (an integer)."""
 
-    within: str  # lines | tensor
+    within: str  # lines | tensor | blocks
     axis: ShapeExpr
     modulo: ShapeExpr
 

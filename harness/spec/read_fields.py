@@ -305,6 +305,7 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
     if raw["tensor"] in looped:
         raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on its own tensor array")
     return Constraint(raw["id"], "shape", (raw["tensor"],), (), None, raw["text"], sizes=sizes, guard=guard, bound=raw.get("bound"),
+                      align=raw.get("align"),
                       _tensor_names=tuple(sorted(roles.tensors)), _arrays=_array_items(fields))
 
 

@@ -139,6 +139,7 @@ OPERATOR_SCHEMA: dict = {
                     "expression": _EXPR,
                     "sizes": _EXPR,
                     "bound": {"enum": ["upper"]},
+                    "align": {"enum": ["right"]},
                     "text": {"type": "string"},
                 },
             },
@@ -223,7 +224,7 @@ OPERATOR_SCHEMA: dict = {
                                "outside": {"type": "number", "minimum": 0, "maximum": 1},
                                "distinct": {"type": "object", "additionalProperties": False,
                                             "required": ["within", "axis", "modulo"],
-                                            "properties": {"within": {"enum": ["lines", "tensor"]},
+                                            "properties": {"within": {"enum": ["lines", "tensor", "blocks"]},
                                                            "axis": _EXPR, "modulo": _EXPR}},
                                "why": {"type": "string"}}}}}},
         # differences from the API pages kept on purpose; `spec check-docs` reports them as recorded

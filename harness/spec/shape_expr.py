@@ -146,6 +146,17 @@ def is_free(value: Any) -> bool:
     return isinstance(value, _Free)
 
 
+def right_aligned(have: list[Any], want: list[Any]) -> tuple[list[Any], list[Any]] | None:
+    """`have` and `want` cut to their common trailing length, for a shape rule with `align: right`
+    (a broadcast operand, read right-aligned: a size it leaves out or adds before the others is 1);
+    None where an entry cut from the longer one is not 1 (a `free` entry of `want` may be 1)."""
+    n = min(len(have), len(want))
+    extra = list(have[:len(have) - n]) + list(want[:len(want) - n])
+    if not all(is_free(v) or v == 1 for v in extra):
+        return None
+    return list(have[len(have) - n:]), list(want[len(want) - n:])
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     """What a shape expression may read of one tensor field (None: absent tensor)."""

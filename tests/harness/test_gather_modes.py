@@ -384,3 +384,74 @@ def test_onnx_runtime_scatter_index_outside_is_unsupported(ort):
     t, arrays, kw = _case(types, sizes, {"InputTensor": [1, 2, 3], "IndicesTensor": [0, -4], "UpdatesTensor": [5, 6]}, {"Axis": 0})
     result, _ = _ort_run(ort, "SCATTER_ELEMENTS", t, arrays, kw)
     assert result.kind == "unsupported" and "outside [-3, 2]" in result.reason, result
+
+
+# --- scatter_flat (the inverse of a pooling's flat indices) ----------------------------------------
+
+def _scatter_flat(x: list, indices: list, in_sizes: list, out_sizes: list):
+    """The plug-in's result for MAX_UNPOOLING: FLOAT32 values, UINT32 flat indices into the whole output."""
+    spec = SPECS.operator("MAX_UNPOOLING")
+    d = Descriptor("MAX_UNPOOLING", {"InputTensor": TensorDesc("FLOAT32", in_sizes), "IndicesTensor": TensorDesc("UINT32", in_sizes),
+                                     "OutputTensor": TensorDesc("FLOAT32", out_sizes)}, {})
+    return compute(spec, d, {"x": np.asarray(x, dtype=np.float32).reshape(in_sizes),
+                             "i": np.asarray(indices, dtype=np.uint32).reshape(in_sizes)})
+
+
+def test_scatter_flat_writes_into_zeros_across_channels():
+    # x {1,2,1,1} [3, 4], indices [3, 0] into {1,2,1,2} (channel 0 at 0..1, channel 1 at 2..3):
+    # element 3 (channel 1) = 3, element 0 = 4, elements 1 and 2 untouched: 0
+    result = _scatter_flat([3, 4], [3, 0], [1, 2, 1, 1], [1, 2, 1, 2])
+    assert result.outputs["OutputTensor"].reshape(-1).tolist() == [4, 0, 0, 3]
+    assert not result.unspecified["OutputTensor"]
+
+
+def test_scatter_flat_duplicates_and_indices_outside():
+    # indices [1, 1] with values 5 and 6 into 3 elements: element 1 open, 0 and 2 are 0; an index 3
+    # (the element count) leaves the whole output open
+    masks = _scatter_flat([5, 6], [1, 1], [1, 1, 1, 2], [1, 1, 1, 3]).unspecified["OutputTensor"]
+    assert masks["duplicate_index"].reshape(-1).tolist() == [False, True, False]
+    masks = _scatter_flat([5, 6], [0, 3], [1, 1, 1, 2], [1, 1, 1, 3]).unspecified["OutputTensor"]
+    assert masks["index_out_of_range"].reshape(-1).tolist() == [True, True, True]
+
+
+def test_scatter_flat_takes_no_updates():
+    check_mode(FamilySpec("gather", {"mode": "scatter_flat", "input": "InputTensor", "indices": "IndicesTensor"}))
+    with pytest.raises(ValueError, match="axis"):
+        check_mode(FamilySpec("gather", {"mode": "scatter_flat", "input": "InputTensor", "indices": "IndicesTensor", "axis": "Axis"}))
+
+
+def test_distinct_blocks_from_axis_0_never_repeat_in_the_whole_tensor():
+    # a {2,3} tensor (a leading data-set axis of 4), range [0, 5], the whole tensor one block: its six
+    # values are 0..5 in some order, in every data set
+    from harness.generate.data import _apply_distinct
+    from harness.spec.model import Distinct
+    from harness.spec.shape_expr import parse_shape_expr
+    rng = np.random.default_rng(5)
+    rule = Distinct("blocks", parse_shape_expr("0", set(), set()), parse_shape_expr("6", set(), set()))
+    out = _apply_distinct(rule, np.zeros((4, 2, 3), dtype=np.uint32), 0, 5, {}, {}, rng)
+    assert all(sorted(out[s].reshape(-1).tolist()) == [0, 1, 2, 3, 4, 5] for s in range(4))
+
+
+def test_unpooling_generation_draws_no_duplicates():
+    # MAX_UNPOOLING's generated data: 6 indices into 12 output elements, never one twice
+    from harness.generate.data import make_input_batch
+    spec = SPECS.operator("MAX_UNPOOLING")
+    d = Descriptor("MAX_UNPOOLING", {"InputTensor": TensorDesc("INT8", [1, 2, 1, 3]), "IndicesTensor": TensorDesc("UINT32", [1, 2, 1, 3]),
+                                     "OutputTensor": TensorDesc("INT8", [1, 2, 2, 3])}, {})
+    for buffers in make_input_batch(spec, d, seed=4, count=6, level="6.4"):
+        indices = np.frombuffer(buffers["IndicesTensor"], dtype=np.uint32)[:6]
+        if (indices > 11).any():
+            continue  # a data set given values just outside the range
+        assert len(set(indices.tolist())) == 6
+
+
+def test_onnx_runtime_max_unpool(ort):
+    # x {1,1,1,2} [7, 8], indices [3, 0] into {1,1,2,2}: [8, 0, 0, 7]; an INT8 input or an output with
+    # other channels is unsupported (ONNX Runtime's MaxUnpool)
+    types = {"InputTensor": "FLOAT32", "IndicesTensor": "UINT32", "OutputTensor": "FLOAT32"}
+    sizes = {"InputTensor": [1, 1, 1, 2], "IndicesTensor": [1, 1, 1, 2], "OutputTensor": [1, 1, 2, 2]}
+    t, arrays, kw = _case(types, sizes, {"InputTensor": [7, 8], "IndicesTensor": [3, 0]}, {})
+    assert _ort_run(ort, "MAX_UNPOOLING", t, arrays, kw)[1] == [8, 0, 0, 7]
+    sizes = {**sizes, "OutputTensor": [1, 2, 1, 2]}
+    t, arrays, kw = _case(types, sizes, {"InputTensor": [7, 8], "IndicesTensor": [3, 0]}, {})
+    assert _ort_run(ort, "MAX_UNPOOLING", t, arrays, kw)[0].kind == "unsupported"

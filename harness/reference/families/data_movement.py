@@ -31,6 +31,14 @@ it), and give the spec's unspecified rules and expectations that value per outpu
 leaves open is the spec's to say, not the plug-in's.
 The formula's input variable (`x`) is bound per output element to the value copied there (an
 input element, or the padding value), which is what expectation files' `when` reads.
+Mode `coordinates_of_nonzero` writes positions rather than values: the `count` output gets the
+number of non-zero input elements (a zero of either sign is zero, a NaN is not), the `coordinates`
+output {1..., M, N} one row per non-zero element, ascending by element index, holding its
+coordinates over the input's last N dims (the leading ones it drops are of size 1). The rows past
+the count are whatever the spec's `unspecified` rule says (element variables `row` and `count`; the
+reference writes 0 there). D3D may flush fp32 denormal inputs before the comparison with zero, so the
+count and the rows over the flushed input are a legal alternative (fp32_input_flush), and `count` is
+the fewer of the two, so that the rows one reading leaves unwritten are open under both.
 """
 from __future__ import annotations
 
@@ -38,7 +46,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import attribute_names, constant_of_field, expression_scope
-from harness.reference.families.result import FamilyPlugin, FamilyResult
+from harness.reference.families.result import FamilyPlugin, FamilyResult, flush_f32_denormals
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
@@ -237,9 +245,58 @@ def _split(spec: OperatorSpec, descriptor: Descriptor, x: np.ndarray, axis: int)
     return out
 
 
+def _nonzero_rows(x: np.ndarray, rows: int, width: int) -> tuple[int, np.ndarray]:
+    """(count, {rows, width} coordinates): the non-zero elements' coordinates, ascending by element
+    index, over the last `width` dims (zeros in front where width exceeds the rank); 0 past the count."""
+    with np.errstate(invalid="ignore"):
+        found = np.argwhere(x != 0)  # row-major, hence ascending element index; -0 == 0, NaN != 0
+    out = np.zeros((rows, width), dtype=np.int64)
+    kept = found[:, max(0, x.ndim - width):]
+    out[:len(found), width - kept.shape[1]:] = kept
+    return len(found), out
+
+
+def _coordinates_of_nonzero(spec: OperatorSpec, descriptor: Descriptor, var: str, x: np.ndarray) -> FamilyResult:
+    """Mode coordinates_of_nonzero: the count and the coordinates outputs, with the fp32 flush alternative."""
+    family = spec.formula.family
+    assert family is not None
+    count_name, coords_name = family.params["count"], family.params["coordinates"]
+    count_desc, coords_desc = descriptor.tensors[count_name], descriptor.tensors[coords_name]
+    assert count_desc is not None and coords_desc is not None
+    sizes = tuple(coords_desc.sizes)
+    rows, width = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
+    count_type = spec.catalog.dtype(count_desc.data_type).numpy
+    coords_type = spec.catalog.dtype(coords_desc.data_type).numpy
+
+    def outputs(values: np.ndarray) -> tuple[int, dict[str, np.ndarray]]:
+        count, found = _nonzero_rows(values, rows, width)
+        return count, {count_name: np.full(tuple(count_desc.sizes), count).astype(count_type),
+                       coords_name: found.reshape(sizes).astype(coords_type)}
+
+    count, exact = outputs(x)
+    result = FamilyResult(exact)
+    fewest = count
+    flushed = flush_f32_denormals(x)
+    if flushed is not None:
+        flushed_count, alternative = outputs(flushed)
+        fewest = min(count, flushed_count)
+        result.alternatives = {name: [("fp32_input_flush", value)] for name, value in alternative.items()}
+    row = np.broadcast_to(np.arange(rows).reshape(-1, 1), (rows, width)).reshape(sizes)
+    element = {coords_name: {"row": row, "count": np.full(sizes, fewest, dtype=np.int64)},
+               count_name: {"row": np.full(tuple(count_desc.sizes), -1, dtype=np.int64),  # no row: never past the count
+                            "count": np.full(tuple(count_desc.sizes), fewest, dtype=np.int64)}}
+    for name, values in exact.items():
+        result.unspecified[name] = _unspecified(spec, descriptor, var, values, element[name])
+    result.summaries.update(element[coords_name])
+    return result
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
+    if family.params["mode"] == "coordinates_of_nonzero":  # two outputs of positions, not moved values
+        var = next(iter(spec.formula.inputs))
+        return _coordinates_of_nonzero(spec, descriptor, var, np.asarray(inputs[var]))
     names = attribute_names(spec, descriptor.attributes)
     var = next(iter(spec.formula.inputs))
     out_name = spec.formula.output

@@ -27,6 +27,11 @@ shape of one DirectML desc, so that no operator is named here:
   to one element ("no guarantee of which last write wins") are the spec's to leave open: the
   plug-in counts, per output element, the different values written there beyond the first
   (`conflicting_writes`), for the spec's `unspecified` rule.
+- `scatter_flat`: the inverse of a pooling's flat indices. The output starts as zeros (an element
+  no index names stays 0), and each `input` element is written at the position its index names in
+  the output taken as one contiguous row-major array (batch and channel included), `indices`
+  sharing the input's Sizes; the output's Sizes are the spec's. Element variables as in the other
+  scatter modes, `axis_size` being the output's element count.
 
 A negative index counts from the end of the dimension it indexes. Which indices are valid is the
 spec's to say, not the plug-in's: it gives the spec's `unspecified` rules, per output element,
@@ -57,6 +62,7 @@ _MODE_PARAMS: dict[str, tuple[str, ...]] = {
     "nd": ("input_dimensions", "index_dimensions"),
     "scatter_elements": ("axis",),
     "scatter_nd": ("input_dimensions", "index_dimensions"),
+    "scatter_flat": (),
 }
 
 
@@ -80,7 +86,7 @@ def check_mode(family: FamilySpec) -> str:
     case the reference computes (the spec's worked examples, in tests/harness/test_reference_vectors.py)."""
     mode = str(family.params.get("mode", "take"))
     needs = _MODE_PARAMS[mode]
-    if mode.startswith("scatter_") and "updates" not in family.params:
+    if mode in ("scatter_elements", "scatter_nd") and "updates" not in family.params:
         raise ValueError(f"gather family, mode {mode}: needs updates")
     missing = [k for k in needs if k not in family.params]
     extra = [k for k in ("axis", "index_dimensions", "input_dimensions", "batch_dimensions")
@@ -237,6 +243,22 @@ def _scatter_nd(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, input_d
     return xm.reshape(out_shape), index.reshape(out_shape), size.reshape(out_shape), conflicts.reshape(out_shape)
 
 
+def _scatter_flat(x: np.ndarray, indices: np.ndarray,
+                  out_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mode scatter_flat: zeros of the output's shape, then x[p] written at the flat row-major
+    position indices[p] (indices has x's Sizes). An index outside the output writes nothing here
+    (the spec leaves the output open)."""
+    total = int(np.prod(out_shape, dtype=np.int64))
+    position, valid = _normalised(indices, total)
+    out = np.zeros(out_shape, dtype=x.dtype)  # C order: _write writes through a flat view
+    flat = position[valid]
+    conflicts = _write(out, flat, x[valid])
+    written_index = np.zeros(out_shape, dtype=np.int64)
+    written_index.reshape(-1)[flat] = indices[valid]
+    index, size = _scatter_facts(out_shape, written_index, indices, np.asarray(np.int64(total)))
+    return out, index, size, conflicts
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
@@ -252,7 +274,9 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     assert out_desc is not None
     out_shape = tuple(out_desc.sizes)
     conflicts: np.ndarray | int = 0
-    if mode.startswith("scatter_"):
+    if mode == "scatter_flat":
+        picked, index_per_element, axis_size, conflicts = _scatter_flat(x, indices, out_shape)
+    elif mode.startswith("scatter_"):
         updates = np.asarray(inputs[_variable(spec, family.params["updates"])])
         if mode == "scatter_elements":
             picked, index_per_element, axis_size, conflicts = _scatter_elements(x, indices, updates, scalar("axis"), out_shape)

@@ -3,7 +3,9 @@
 Per output element {batch..., m, n} the plug-in computes `ab`, the dot product of row m of op(a)
 and column n of op(b) over the shared dimension K, where op() transposes the last two dims when
 the spec's `transpose_a` / `transpose_b` expression holds; leading (batch) dims pair up one to one
-(the spec's constraints make them equal). The spec's expression then gives the output from `ab`,
+(the spec's constraints make them equal). Where the spec names zero point inputs (`a_zero_point`,
+`b_zero_point`: a quantized product), they are subtracted from a and b before the product, exactly
+(integers). The spec's expression then gives the output from `ab`,
 its other inputs and the attributes (for example `Alpha * ab + Beta * c`); a fused activation is
 composed over that expression by harness.spec.fused exactly as for an element-wise operator, so
 nothing operator-specific lives here.
@@ -50,13 +52,34 @@ def _matrices(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     names, facts = expression_scope(spec, descriptor)
     if flush:
         inputs = {var: _flushed(value) for var, value in inputs.items()}
-    a = _operand(spec, inputs, family.params["a"])
-    b = _operand(spec, inputs, family.params["b"])
+    a = _less_zero_point(_operand(spec, inputs, family.params["a"]), spec, inputs, family.params.get("a_zero_point"))
+    b = _less_zero_point(_operand(spec, inputs, family.params["b"]), spec, inputs, family.params.get("b_zero_point"))
     if family.expression("transpose_a").evaluate(names, facts):  # type: ignore[union-attr]
         a = np.swapaxes(a, -1, -2)
     if family.expression("transpose_b").evaluate(names, facts):  # type: ignore[union-attr]
         b = np.swapaxes(b, -1, -2)
     return a, b
+
+
+def _less_zero_point(x: np.ndarray, spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: object) -> np.ndarray:
+    """x less its zero point (the family's `a_zero_point` / `b_zero_point` input field, None: none), before any
+    transpose: a quantized product subtracts the zero points from the integers before accumulating. The zero
+    point broadcasts against x as stored, right-aligned (a per-row {1, 1, M, 1} or per-column {1, 1, 1, N}
+    against {batch..., M, K} or {batch..., K, N}); size-1 leading dims beyond x's are dropped, so a
+    4-D zero point serves a 2-D operand. An absent zero point tensor is the spec's absent value (a scalar)."""
+    if tensor is None:
+        return x
+    zp = _to_rank(_operand(spec, inputs, str(tensor)), x.ndim)
+    with np.errstate(invalid="ignore"):
+        return x - zp
+
+
+def _to_rank(x: np.ndarray, rank: int) -> np.ndarray:
+    """`x` less the size-1 leading dims beyond `rank`: a broadcast operand (a quantized product's
+    scale or zero point) may hold more dims than what it meets, all of them leading 1s."""
+    while x.ndim > rank and x.shape[0] == 1:
+        x = x[0]
+    return x
 
 
 def _flushed(x: np.ndarray) -> np.ndarray:
@@ -86,8 +109,13 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     if not (np.array_equal(fa, a, equal_nan=True) and np.array_equal(fb, b, equal_nan=True)):
         with np.errstate(all="ignore"):
             flushed = np.matmul(fa, fb)
-    return dot_epilogue(spec, descriptor, inputs, "ab", (family.params["a"], family.params["b"]),
-                        exact, sum_abs, sum_inputs, a.shape[-1], flushed)
+    operands = tuple(family.params[p] for p in ("a", "b", "a_zero_point", "b_zero_point") if p in family.params)
+    with np.errstate(invalid="ignore"):  # the largest finite |factor| of each row of op(a) and column of op(b)
+        max_a = np.where(np.isfinite(a), np.abs(a), 0.0).max(axis=-1, initial=0.0)[..., :, None]
+        max_b = np.where(np.isfinite(b), np.abs(b), 0.0).max(axis=-2, initial=0.0)[..., None, :]
+    facts = {"sum_abs": sum_abs, "max_abs_a": max_a, "max_abs_b": max_b}
+    return dot_epilogue(spec, descriptor, inputs, "ab", operands,
+                        exact, sum_abs, sum_inputs, a.shape[-1], flushed, facts)
 
 
 def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], variable: str,
@@ -114,7 +142,7 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     for var, tensor in spec.formula.inputs.items():
         if tensor in operands:
             continue  # read through the dot product only
-        variables[var] = np.broadcast_to(np.asarray(inputs[var]), shape) if np.ndim(inputs[var]) else inputs[var]
+        variables[var] = np.broadcast_to(_to_rank(np.asarray(inputs[var]), len(shape)), shape) if np.ndim(inputs[var]) else inputs[var]
     variables[variable] = exact
     variables.update({name: np.broadcast_to(value, shape) for name, value in (facts or {}).items()})
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Callable
 
 import numpy as np
 
@@ -126,9 +127,13 @@ def _arithmetic(spec: OperatorSpec, descriptor: Descriptor, w: _Windows, combine
         finite = w.valid & np.isfinite(x64)
         magnitude = np.where(finite, np.abs(x64), 0.0)
         finite_terms = np.where(finite & np.isfinite(terms), np.abs(terms), 0.0)
+        # HLSL pow(x, p) is exp2(p * log2(x)): its error grows with |log2 x|, per term (zeros are exact)
+        weight = np.where(finite & (magnitude > 0), np.fmax(1.0, np.abs(np.log2(np.where(magnitude > 0, magnitude, 1.0)))), 1.0)
     variables: dict[str, object] = {**type_bound_variables(out_type.numpy), "N": count, "K": count, "D": divisor,
                                     "exact": exact, "sum_abs": finite_terms.sum(axis=-1),
-                                    "max_abs": magnitude.max(axis=-1), "sum_inputs": magnitude.sum(axis=-1)}
+                                    "max_abs": magnitude.max(axis=-1), "sum_inputs": magnitude.sum(axis=-1),
+                                    "p": np.float64(power), "sum_abs_log2": (finite_terms * weight).sum(axis=-1),
+                                    "max_log2": weight.max(axis=-1)}
     return _Sum(exact, variables, np.asarray((w.valid & np.isnan(x64)).any(axis=-1)))
 
 
@@ -172,13 +177,20 @@ def _outputs(spec: OperatorSpec, descriptor: Descriptor, w: _Windows, combine: s
         return {out_name: summed.exact.astype(out_type.numpy).reshape(w.out_shape)}, {"sum": summed}
 
 
-def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+# builds one descriptor's window slots over an input (a pooling's own: _windows; col2im's:
+# harness.reference.families.patches, whose slots are the transposed window's)
+WindowsOf = Callable[[OperatorSpec, Descriptor, np.ndarray], _Windows]
+
+
+def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
+            windows: WindowsOf | None = None) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
     combine = family.params["combine"]
+    build = windows or _windows
     var = next(v for v, t in spec.formula.inputs.items() if t == family.params["input"])
     x = np.asarray(inputs[var])
-    w = _windows(spec, descriptor, x)
+    w = build(spec, descriptor, x)
     outputs, known = _outputs(spec, descriptor, w, combine)
     result = FamilyResult(outputs)
     out_name = spec.formula.output
@@ -206,13 +218,13 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         result.summaries["bound"] = atol.reshape(w.out_shape)
     flushed = flush_f32_denormals(x)
     if flushed is not None:
-        alternative, _ = _outputs(spec, descriptor, _windows(spec, descriptor, flushed), combine)
+        alternative, _ = _outputs(spec, descriptor, build(spec, descriptor, flushed), combine)
         result.alternatives = {name: [("fp32_input_flush", value)] for name, value in alternative.items()}
     return result
 
 
 def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
-                 rng: np.random.Generator) -> dict[str, np.ndarray]:
+                 rng: np.random.Generator, windows: WindowsOf | None = None) -> dict[str, np.ndarray]:
     """One legal device's outputs: max exact; an arithmetic pooling's float result moved from the
     exact value towards the edge of the spec's bound (up or down at random per case), rounded
     towards the exact value so that it stays inside. An infinite or zero bound leaves the exact result.
@@ -220,7 +232,7 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     The inputs arrive with fp32 denormals flushed (the worst legal backend's own liberty), while the
     judge measures from the exact value over the unflushed inputs: each flushed element moved the sum
     by less than tiny, so the move keeps 2 N tiny / D of the bound in reserve."""
-    result = compute(spec, descriptor, inputs)
+    result = compute(spec, descriptor, inputs, windows)
     out_name = spec.formula.output
     if out_name not in result.bounds or "N" not in result.summaries:
         return result.outputs

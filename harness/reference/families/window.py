@@ -12,7 +12,8 @@ judgement this family shares (harness.reference.families.matmul.dot_epilogue): t
 dot product, the fp32 input flush, the unspecified rules over the epilogue.
 
 A pooling (`combine` max, average or lp: no filter, the window's extent from `window_size`) reads
-the same windows and is computed in harness.reference.families.pooling.
+the same windows and is computed in harness.reference.families.pooling; im2col and col2im (the
+windows moved into columns, and summed back) in harness.reference.families.patches.
 
 The spec names everything (harness.spec.families): the `input` and `filter` tensors, the arrays
 `strides`, `dilations`, `start`, `end` (and `output_padding`, which only the output's Sizes show: the
@@ -32,7 +33,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families import pooling
+from harness.reference.families import patches, pooling
 from harness.reference.families.result import FamilyPlugin, FamilyResult, flush_f32_denormals
 from harness.reference.families.matmul import dot_epilogue
 from harness.reference.families.windowing import Window, output_padded, past_reach, window_positions
@@ -40,6 +41,7 @@ from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 VARIABLE = "xw"  # the family's formula variable (its formula_variables in harness.spec.families)
+PATCHES = ("im2col", "col2im")  # the combines harness.reference.families.patches computes
 
 
 def _raw(spec: OperatorSpec, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
@@ -92,6 +94,8 @@ def _masked_dot(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> tuple[np.nda
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
+    if family.params.get("combine", "dot") in PATCHES:  # windows moved into columns, or summed back
+        return patches.compute(spec, descriptor, inputs)
     if family.params.get("combine", "dot") != "dot":  # a pooling: the same windows, no filter
         return pooling.compute(spec, descriptor, inputs)
     names, facts = expression_scope(spec, descriptor)
@@ -105,6 +109,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     out_desc = descriptor.tensors[spec.formula.output]
     assert out_desc is not None
     out_shape = tuple(out_desc.sizes)
+    if "input_zero_point" in p or "filter_zero_point" in p:  # a quantized convolution: integers less their zero points
+        x_raw, w_raw = _less_zero_points(spec, inputs, x_raw, w_raw, out_shape, transposed)
     kernel = tuple(w_raw.shape[2:])
     positions, valid = window_positions(window, tuple(x_raw.shape[2:]), out_shape[2:], kernel)
     # an output padding's positions (past the window's reach) read nothing: the padding is zeros
@@ -131,8 +137,40 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     if flush_f32_denormals(x_raw) is not None or flush_f32_denormals(w_raw) is not None:
         flushed = window_sums(True)[0]
     terms = (x_raw.shape[1] // groups) * prod(kernel)
-    return dot_epilogue(spec, descriptor, inputs, VARIABLE, (p["input"], p["filter"]), exact, sum_abs, sum_inputs,
+    operands = tuple(p[k] for k in ("input", "filter", "input_zero_point", "filter_zero_point") if k in p)
+    return dot_epilogue(spec, descriptor, inputs, VARIABLE, operands, exact, sum_abs, sum_inputs,
                         terms, flushed, element_facts)
+
+
+def _less_zero_points(spec: OperatorSpec, inputs: dict[str, np.ndarray], x: np.ndarray, w: np.ndarray,
+                      out_shape: tuple[int, ...], transposed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """x and w (float64) less the family's `input_zero_point` and `filter_zero_point` (absent: the
+    formula's absent value), exactly: a quantized convolution subtracts them from the integers
+    before accumulating, so a kernel position on the padding, which is no term, reads the input's
+    zero point. The input's broadcasts against the input, right-aligned; the filter's holds one
+    value per output channel, laid out as the output ({1, M, 1, ...}, right-aligned against it,
+    leading 1s beyond it dropped): forward filters only ({M, C / G, k...})."""
+    p = spec.formula.family.params  # type: ignore[union-attr]
+    with np.errstate(invalid="ignore"):
+        x = x.astype(np.float64)
+        w = w.astype(np.float64)
+        if "input_zero_point" in p:
+            zp = _raw(spec, inputs, p["input_zero_point"]).astype(np.float64)
+            while zp.ndim > x.ndim and zp.shape[0] == 1:
+                zp = zp[0]
+            x = x - zp
+        if "filter_zero_point" in p:
+            zp = _raw(spec, inputs, p["filter_zero_point"]).astype(np.float64)
+            if zp.ndim:
+                if transposed:
+                    raise ValueError("a filter zero point of a transposed window is not defined")
+                while zp.ndim > len(out_shape) and zp.shape[0] == 1:
+                    zp = zp[0]
+                per_channel = np.broadcast_to(zp, (1,) * (len(out_shape) - zp.ndim) + zp.shape)  # the output's rank
+                per_channel = np.broadcast_to(per_channel, (1, out_shape[1]) + per_channel.shape[2:])
+                zp = per_channel.reshape(out_shape[1], -1)[:, 0].reshape((-1,) + (1,) * (w.ndim - 1))
+            w = w - zp
+    return x, w
 
 
 def _output_padding(p: dict, names: dict, rank: int) -> tuple[int, ...]:
@@ -148,6 +186,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     liberties in the judge)."""
     family = spec.formula.family
     assert family is not None
+    if family.params.get("combine", "dot") in PATCHES:
+        return patches.legal_device(spec, descriptor, inputs, rng)
     if family.params.get("combine", "dot") != "dot":
         return pooling.legal_device(spec, descriptor, inputs, rng)
     return compute(spec, descriptor, inputs).outputs
