@@ -75,3 +75,45 @@ def test_devices_keep_an_expectation_to_the_devices_it_was_seen_on(tmp_path):
     def never_asked() -> str:  # no expectation names devices: the device is not asked (it may start one)
         raise AssertionError("version() asked")
     assert everywhere.for_backend(never_asked) is everywhere
+
+
+HANG_EXPECTATIONS = """\
+backend: worst-legal
+expectations:
+  - id: three-element-log-hangs
+    operator: ELEMENT_WISE_LOG
+    status: crashed
+    hangs: true
+    devices: [worst legal device]
+    descriptor_when: "InputTensor.Sizes[0] == 3"
+    reason_contains: "hang in execute"
+    why: "A stand-in hang of three-element descriptors on this device: its own probe is sent (and, the device not hanging, is stale)."
+    probe:
+      types: {InputTensor: FLOAT32, OutputTensor: FLOAT32}
+      tensor_sizes: {InputTensor: [3], OutputTensor: [3]}
+      inputs: {InputTensor: [1.0, 2.0, 3.0]}
+  - id: three-elements-wrong
+    operator: ELEMENT_WISE_LOG
+    data_types: [FLOAT32]
+    when: "x == 2"
+    why: "A stand-in divergence whose probe has a descriptor the device hangs on: not sent, masked, not stale."
+    probe:
+      types: {InputTensor: FLOAT32, OutputTensor: FLOAT32}
+      tensor_sizes: {InputTensor: [3], OutputTensor: [3]}
+      inputs: {InputTensor: [2.0, 2.0, 2.0]}
+"""
+
+
+def test_a_probe_whose_descriptor_is_a_known_hang_is_not_sent_and_masked(tmp_path):
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "worst-legal.yaml").write_text(HANG_EXPECTATIONS)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "harness/run/conformance.py", "-p", "no:cacheprovider", "-n", "0", "-q",
+                           "--backend", "worst-legal", "--expectations-dir", str(expectations), "-k", "probe",
+                           "--reports-dir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    records = {r["expectation"]: r for r in record_dicts(tmp_path / "reports" / "results") if r.get("kind") == "probe"}
+    assert set(records) == {"three-element-log-hangs", "three-elements-wrong"}, proc.stdout[-3000:]
+    masked = records["three-elements-wrong"]
+    assert masked["status"] == "unsupported", masked
+    assert "known hang here (three-element-log-hangs)" in masked["summary"] and "not-run" in masked["tags"]
+    assert records["three-element-log-hangs"]["status"] == "stale-expectation"  # its own probe was sent: no hang
