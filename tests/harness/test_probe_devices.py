@@ -45,14 +45,20 @@ expectations:
 """
 
 
-def test_a_masked_probe_is_unsupported_a_vanished_one_stale_another_devices_one_not_probed(tmp_path):
+def _probe_run(tmp_path: Path, expectations_text: str) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """The suite's probes on the worst-legal backend with these expectations: the process and its
+    probe records by expectation id."""
     expectations = tmp_path / "expectations"
     expectations.mkdir()
-    (expectations / "worst-legal.yaml").write_text(EXPECTATIONS)
+    (expectations / "worst-legal.yaml").write_text(expectations_text)
     proc = subprocess.run([sys.executable, "-m", "pytest", "harness/run/conformance.py", "-p", "no:cacheprovider", "-n", "0", "-q",
                            "--backend", "worst-legal", "--expectations-dir", str(expectations), "-k", "probe",
                            "--reports-dir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    records = {r["expectation"]: r for r in record_dicts(tmp_path / "reports" / "results") if r.get("kind") == "probe"}
+    return proc, {r["expectation"]: r for r in record_dicts(tmp_path / "reports" / "results") if r.get("kind") == "probe"}
+
+
+def test_a_masked_probe_is_unsupported_a_vanished_one_stale_another_devices_one_not_probed(tmp_path):
+    proc, records = _probe_run(tmp_path, EXPECTATIONS)
     assert set(records) == {"reads-a-denormal-as-normal", "gone-for-good"}, proc.stdout[-3000:]
     masked = records["reads-a-denormal-as-normal"]
     assert masked["status"] == "unsupported" and "masked here, not stale" in masked["summary"]
@@ -105,13 +111,7 @@ expectations:
 
 
 def test_a_probe_whose_descriptor_is_a_known_hang_is_not_sent_and_masked(tmp_path):
-    expectations = tmp_path / "expectations"
-    expectations.mkdir()
-    (expectations / "worst-legal.yaml").write_text(HANG_EXPECTATIONS)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "harness/run/conformance.py", "-p", "no:cacheprovider", "-n", "0", "-q",
-                           "--backend", "worst-legal", "--expectations-dir", str(expectations), "-k", "probe",
-                           "--reports-dir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    records = {r["expectation"]: r for r in record_dicts(tmp_path / "reports" / "results") if r.get("kind") == "probe"}
+    proc, records = _probe_run(tmp_path, HANG_EXPECTATIONS)
     assert set(records) == {"three-element-log-hangs", "three-elements-wrong"}, proc.stdout[-3000:]
     masked = records["three-elements-wrong"]
     assert masked["status"] == "unsupported", masked
