@@ -391,7 +391,7 @@ def _error_seen(comparison: Comparison, facts: ElementFacts, want_d: np.ndarray,
                 use = float((np.abs(w64[finite] - g64[finite])[bounded] / atol[bounded]).max())
         if comparison.kind == "ulp" and comparison.max_ulp > 0:
             use = max(use or 0.0, most / comparison.max_ulp)
-        share = getattr(facts, "bound_share", None)  # a family's error bound (reduce, softmax, GEMM, ...)
+        share = getattr(facts, "bound_share", None)  # a family plug-in's error bound (FamilyResult.bounds)
         if share is not None:
             picked = np.asarray(share)[accepted]
             picked = picked[np.isfinite(picked)]
