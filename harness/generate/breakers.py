@@ -21,8 +21,8 @@ from harness.generate.values import random_values
 from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
 from harness.generate.strategies import valid_descriptors
-from harness.generate.reachability_memo import memo_for
-from harness.spec.load import packaged_digest
+from harness.generate.reachability_memo import memo_for_code
+from harness.spec.load import spec_digest
 from harness.generate.expression_breakers import expression_breaker, first_array_values, reachable, rederive
 from harness.model.validator import validate
 
@@ -337,13 +337,13 @@ def rule_reachable(spec: OperatorSpec, level: str, rule: str) -> bool:
 def reachable_members(spec: OperatorSpec, level: str, rule: str) -> list[str | None]:
     """The variant key's members from whose descriptors a breaker can break `rule` alone at
     `level` ([None]: the spec has no variant key and the rule is reachable; []: unreachable)."""
-    digest = packaged_digest(spec)
-    memo = memo_for(digest) if digest is not None else None
-    found = memo.get(spec.name, level, rule) if memo is not None else None
+    digest = spec_digest(spec)
+    memo = memo_for_code() if digest is not None else None
+    found = memo.get(digest, spec.name, level, rule) if memo is not None and digest is not None else None
     if found is None:
         found = _search_members(spec, level, rule)
-        if memo is not None:
-            memo.put(spec.name, level, rule, found)
+        if memo is not None and digest is not None:
+            memo.put(digest, spec.name, level, rule, found)
     return found
 
 

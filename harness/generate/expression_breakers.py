@@ -261,10 +261,14 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     patterns: dict[tuple, tuple] = {}
     for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
         patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))
+    # those with every tensor the rule reads present first: the answer is the same, found sooner
+    # (a rule over optional zero-point tensors is breakable only where they are present)
+    reads = next((c.reads for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape")), frozenset())
+    ordered = sorted(patterns.values(), key=lambda p: any(p[0].get(n) is None for n in reads))
     derived = {c.tensors[0] for c in spec.shape_rules}
     # sizes 2, 3, 2, ...; then the same behind leading 1s, for a rule that only such a descriptor
     # keeps (an effective rank of at most 2: every size before the last two is 1)
-    for (types, dims), lead in [(p, lead) for p in patterns.values() for lead in (False, True)]:
+    for (types, dims), lead in [(p, lead) for p in ordered for lead in (False, True)]:
         if lead and dims <= 2:  # no size to lead with
             continue
         tensors: dict[str, TensorDesc | None] = {}

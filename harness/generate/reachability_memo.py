@@ -4,11 +4,13 @@ at which level, for which members of a variant key.
 Collecting the conformance suite asks it of every (operator, level, rule): a search of mutated
 descriptors, 25 to 40 s of CPU for the catalogue, paid again by every pytest-xdist worker of every
 run (16 at once on a GPU machine, where the whole catalogue then runs in about two minutes). The
-answers depend only on the specs and on the harness's code, so they are kept on disk, keyed by a
-digest of both, and a run with the same specs and code reads them instead of searching again.
+answers depend only on the spec (with the catalog and the activations it may fuse) and on the
+harness's code, so they are kept on disk, keyed by a digest of each, and a run with the same spec
+and code reads them instead of searching again: per operator, so a specs directory with one more
+operator (or one edited) searches only for that one.
 
-Only specs exactly as loaded from the packaged specs directory are memoised
-(harness.spec.load.packaged_digest): a spec a test builds or changes in memory is searched every
+Only specs exactly as load_specs read them from their files are memoised
+(harness.spec.load.spec_digest): a spec a test builds or changes in memory is searched every
 time. The directory is $DMLCONFORM_CACHE_DIR, else $XDG_CACHE_HOME/dmlconform, else
 ~/.cache/dmlconform; `DMLCONFORM_CACHE_DIR=off` turns the memo off. A file that cannot be read,
 or a line that is not an answer, is ignored (the answer is searched for again): the memo can make
@@ -22,8 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 
 CACHE_ENV = "DMLCONFORM_CACHE_DIR"
-MAX_FILE_BYTES = 8 << 20  # far above a catalogue's answers (about 60 bytes each, a few thousand of them)
-KEEP_FILES = 8  # memo files kept (the newest); older specs or code leave theirs behind
+MAX_FILE_BYTES = 8 << 20  # a catalogue's answers are about 100 bytes each, a few thousand of them; a fuller file starts again
+KEEP_FILES = 4  # memo files kept (the newest); older code leaves its behind
 
 Answer = list[str | None]
 
@@ -47,42 +49,67 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+Key = tuple[str, str, str, str]  # (spec digest, operator, level, rule)
+
+
 class ReachabilityMemo:
-    """The answers of one (specs, code) digest: read once, appended to as new ones are found (one
-    line per answer, written with one append; concurrent workers may both append the same answer,
-    which reads back the same)."""
+    """The answers found by one version of the code: read once, appended to as new ones are found
+    (one line per answer, written with one append), and read again from where it was left when an
+    answer is missing and the file has grown: pytest-xdist workers find each other's answers
+    during a run instead of each searching for all of them. Workers that append the same answer
+    write the same line."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.answers: dict[tuple[str, str, str], Answer] = self._read()
-
-    def _read(self) -> dict[tuple[str, str, str], Answer]:
-        answers: dict[tuple[str, str, str], Answer] = {}
+        self.answers: dict[Key, Answer] = {}
+        self.offset = 0  # bytes of the file read so far (whole lines only)
         try:
             if self.path.stat().st_size > MAX_FILE_BYTES:
-                return answers
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return answers
+                self.path.unlink()  # answers of many old specs: start again
+        except OSError:
+            pass
+        self._read_more()
+
+    def _read_more(self) -> None:
+        """Read the lines appended since the last read; a last line still being written is left for later."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read(MAX_FILE_BYTES)
+        except OSError:
+            return
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        try:
+            text = chunk[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            return
         for line in text.splitlines():
             try:
                 row = json.loads(line)
-                key = (row["operator"], row["level"], row["rule"])
+                key = (row["spec"], row["operator"], row["level"], row["rule"])
                 members = row["members"]
             except (ValueError, KeyError, TypeError):
                 continue
             if (all(isinstance(k, str) for k in key) and isinstance(members, list)
                     and all(m is None or isinstance(m, str) for m in members)):
-                answers[key] = members
-        return answers
+                self.answers[key] = members
 
-    def get(self, operator: str, level: str, rule: str) -> Answer | None:
-        found = self.answers.get((operator, level, rule))
+    def get(self, spec: str, operator: str, level: str, rule: str) -> Answer | None:
+        key = (spec, operator, level, rule)
+        if key not in self.answers:
+            try:
+                grown = self.path.stat().st_size > self.offset
+            except OSError:
+                grown = False
+            if grown:
+                self._read_more()
+        found = self.answers.get(key)
         return list(found) if found is not None else None
 
-    def put(self, operator: str, level: str, rule: str, members: Answer) -> None:
-        self.answers[(operator, level, rule)] = list(members)
-        line = json.dumps({"operator": operator, "level": level, "rule": rule, "members": list(members)}) + "\n"
+    def put(self, spec: str, operator: str, level: str, rule: str, members: Answer) -> None:
+        self.answers[(spec, operator, level, rule)] = list(members)
+        line = json.dumps({"spec": spec, "operator": operator, "level": level, "rule": rule, "members": list(members)}) + "\n"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -95,12 +122,12 @@ class ReachabilityMemo:
 
 
 @lru_cache(maxsize=None)
-def memo_for(specs_digest: str) -> ReachabilityMemo | None:
-    """The memo of the packaged specs with this digest and the running code, or None when off."""
+def memo_for_code() -> ReachabilityMemo | None:
+    """The memo of the running code, or None when off."""
     where = cache_dir()
     if where is None:
         return None
-    path = where / f"reachable-{specs_digest}-{code_digest()}.jsonl"
+    path = where / f"reachable-{code_digest()}.jsonl"
     _prune(where, keep=path)
     return ReachabilityMemo(path)
 

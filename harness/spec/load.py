@@ -192,28 +192,36 @@ def load_specs(specs_dir: Path | str = DEFAULT_SPECS_DIR) -> SpecSet:
         types_seen[spec.operator_type] = path
         operators[spec.name] = spec
     resolve_activations(operators)
-    if specs_dir.resolve() == Path(DEFAULT_SPECS_DIR).resolve():
-        digest = _directory_digest(specs_dir)
-        for spec in operators.values():
-            _PACKAGED[spec] = digest
+    _record_digests(specs_dir, operators)
     return SpecSet(catalog=catalog, operators=operators, directory=specs_dir)
 
 
-_PACKAGED: "weakref.WeakKeyDictionary[OperatorSpec, str]" = weakref.WeakKeyDictionary()
+_DIGESTS: "weakref.WeakKeyDictionary[OperatorSpec, str]" = weakref.WeakKeyDictionary()
 
 
-def packaged_digest(spec: OperatorSpec) -> str | None:
-    """A digest of the packaged specs directory `spec` was loaded from, as it was loaded (every
-    YAML file's name and bytes); None for a spec loaded from elsewhere, built or changed in memory
-    (a copy is another object). What may be memoised across runs about a spec keys on this."""
-    return _PACKAGED.get(spec)
+def spec_digest(spec: OperatorSpec) -> str | None:
+    """A digest of what `spec` was built from, as load_specs read it: its own file, the shared
+    `_*.yaml` files (the catalog) and the files of the activations it may fuse. None for a spec
+    built or changed in memory (a copy is another object). What may be memoised across runs about
+    one spec keys on this, so a directory with one more or one changed operator still reuses what
+    was found about the others."""
+    return _DIGESTS.get(spec)
 
 
-def _directory_digest(specs_dir: Path) -> str:
-    digest = hashlib.blake2b(digest_size=12)
-    for path in sorted(specs_dir.glob("*.yaml")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+def _file_digest(path: Path) -> bytes:
+    return hashlib.blake2b(path.name.encode() + b"\0" + path.read_bytes(), digest_size=16).digest()
+
+
+def _record_digests(specs_dir: Path, operators: dict[str, OperatorSpec]) -> None:
+    try:
+        shared = b"".join(_file_digest(p) for p in sorted(specs_dir.glob("_*.yaml")))
+        own = {name: _file_digest(spec.path) for name, spec in operators.items()}
+    except OSError:
+        return  # a file that went away since it was read: nothing is memoised about this directory
+    for name, spec in operators.items():
+        fused = sorted({other.name for allowed in spec.activations.values() for other in allowed.values()})
+        digest = hashlib.blake2b(shared + own[name] + b"".join(own[other] for other in fused), digest_size=12)
+        _DIGESTS[spec] = digest.hexdigest()
 
 
 def fusable_problem(activation: OperatorSpec) -> str | None:
