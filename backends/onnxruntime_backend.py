@@ -78,6 +78,8 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "reverse_sequence": ("inputs", "axis"),
     "normalize": ("op", "inputs"),  # the axes are the spec family's own (formula.family.axes)
     "quantized_node": ("op", "inputs"),  # and `domain`, `per_tensor`, optional
+    "multi_output_node": ("op", "inputs", "results"),
+    "resize": ("inputs", "modes"),  # the scales and offsets are the spec family's own (formula.family)
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -108,7 +110,7 @@ def load_mapping(path: Path) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
         needs = _BUILDER_KEYS[entry["builder"]]
-        kinds = {"inputs": list, "ops": dict, "modes": dict}
+        kinds = {"inputs": list, "ops": dict, "modes": dict, "results": list}
         missing = [k for k in needs if k not in entry or not isinstance(entry[k], kinds.get(k, str))]
         if missing:
             raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
@@ -242,7 +244,8 @@ class OnnxRuntimeBackend:
             "join": self._join, "split": self._split,
             "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
             "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
-            "normalize": self._normalize, "quantized_node": self._quantized_node}
+            "normalize": self._normalize, "quantized_node": self._quantized_node,
+            "multi_output_node": self._multi_output_node, "resize": self._resize}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -430,7 +433,7 @@ class OnnxRuntimeBackend:
         which is opset < 13's coerce-to-2-D (written here as a Reshape to {before k, from k}, the
         op on axis 1, a Reshape back: the group's elements row-major, as DirectML counts them).
         Any other set of axes is unsupported: ONNX normalises no other group."""
-        spec, x, in_type, _ = self._family_operand(entry, d, inputs)
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
         family = spec.formula.family
         axes_expr = family.expression("axes") if family is not None else None
         if axes_expr is None:
@@ -440,15 +443,20 @@ class OnnxRuntimeBackend:
         if axes != list(range(axes[0], rank)) and len(axes) != 1:
             raise _Unsupported(f"ONNX {entry['op']} normalises one axis, or (opset < 13, coerced to 2-D) the trailing "
                                f"axes from one on; axes {axes} of a {rank}-D tensor are neither")
+        for field in entry.get("zero_fields", []):  # a FLOAT field the ONNX op has no counterpart of (LpNormalization's)
+            value = d.attributes.get(field, spec.field(field).default)
+            if float(np.float32(0.0 if value is None else value)) != 0.0:
+                raise _Unsupported(f"ONNX {entry['op']} has no {field}: only {field} 0 says the same thing")
+        extra: dict[str, Any] = {"p": int(names[entry["p"]])} if "p" in entry else {}  # LpNormalization's order, from a UINT field
         start = axes[0]
         flat = [int(np.prod(x.shape[:start], dtype=np.int64)), int(np.prod(x.shape[start:], dtype=np.int64))]
         one_axis = len(axes) == 1
-        key = (entry["op"], in_type, tuple(x.shape), tuple(axes))
+        key = (entry["op"], in_type, tuple(x.shape), tuple(axes), tuple(sorted(extra.items())))
 
         def build() -> Any:
             from onnx import TensorProto, helper
             if one_axis:
-                nodes, inits = [helper.make_node(entry["op"], ["x"], ["y"], axis=start)], []
+                nodes, inits = [helper.make_node(entry["op"], ["x"], ["y"], axis=start, **extra)], []
             else:
                 nodes = [helper.make_node("Reshape", ["x", "flat"], ["x2"]),
                          helper.make_node(entry["op"], ["x2"], ["y2"], axis=1),
@@ -580,7 +588,11 @@ class OnnxRuntimeBackend:
         {batch..., 1, elements} (ONNX Runtime's per-column form for a batched B: a 1-D one it
         takes only for a 2-D B). A field under `absent_only` makes the case unsupported where it is
         present (`absent_only_why` says why). `window` ({strides, dilations, starts, ends, groups}:
-        the array and scalar fields) gives a convolution node its strides, dilations, pads and group."""
+        the array and scalar fields) gives a convolution node its strides, dilations, pads and group;
+        a pooling node's ({strides, starts, ends, window_size, include_padding: a shape expression,
+        unit: array fields the node lacks, supported where all 1s}) its strides, pads, kernel_shape
+        and count_include_pad. The fields under `rank0` are fed 0-d where they hold one element
+        (the others {1}: a node may require either)."""
         names = list(entry["inputs"])
         operands = list(entry.get("operands", names[:2]))
         for name in entry.get("absent_only", []):
@@ -605,10 +617,12 @@ class OnnxRuntimeBackend:
                 if value.size != 1 and name in entry.get("per_tensor", []):
                     raise _Unsupported(f"ONNX Runtime's {entry['op']} takes a per-tensor {name} only ({value.size} elements)")
                 value = value.reshape(()) if value.size == 1 else value.reshape(-1)
-                second = inputs[operands[1]]
-                if value.ndim == 1 and name in entry.get("batched", []) and second.ndim > 2:  # {batch..., 1, N}
+                if value.ndim == 1 and name in entry.get("batched", []) and inputs[operands[1]].ndim > 2:  # {batch..., 1, N}
+                    second = inputs[operands[1]]
                     value = np.broadcast_to(value, second.shape[:-2] + (1, value.size))
-            feeds[name], types[name] = np.ascontiguousarray(value), desc.data_type
+            # np.ascontiguousarray gives at least 1-D ({1}: QLinearConv's bias needs it); `rank0` fields stay 0-d
+            keep = value.ndim == 0 and name in entry.get("rank0", [])
+            feeds[name], types[name] = value.copy() if keep else np.ascontiguousarray(value), desc.data_type
         out_name = self.specs.operator(d.operator).formula.output
         out_desc = d.tensors[out_name]
         assert out_desc is not None
@@ -616,12 +630,21 @@ class OnnxRuntimeBackend:
         if out_type not in _ONNX_TYPES:
             raise _Unsupported(f"ONNX has no {out_type}")
         attrs: dict[str, Any] = {}
-        if "window" in entry:  # a convolution's window, from the array and scalar fields the entry names
+        if "window" in entry:  # a convolution's or a pooling's window, from the array and scalar fields the entry names
             names_ = attribute_names(self.specs.operator(d.operator), d.attributes)
             win = entry["window"]
-            attrs = {"strides": [int(v) for v in names_[win["strides"]]], "dilations": [int(v) for v in names_[win["dilations"]]],
-                     "pads": [int(v) for v in names_[win["starts"]]] + [int(v) for v in names_[win["ends"]]],
-                     "group": int(names_[win["groups"]])}
+            attrs = {"strides": [int(v) for v in names_[win["strides"]]],
+                     "pads": [int(v) for v in names_[win["starts"]]] + [int(v) for v in names_[win["ends"]]]}
+            for param, attr in (("dilations", "dilations"), ("window_size", "kernel_shape")):
+                if param in win:
+                    attrs[attr] = [int(v) for v in names_[win[param]]]
+            if "groups" in win:
+                attrs["group"] = int(names_[win["groups"]])
+            if "include_padding" in win:
+                attrs["count_include_pad"] = _flag(win["include_padding"], names_)
+            for field in win.get("unit", []):  # the node has no such attribute: only its default, all 1s
+                if any(int(v) != 1 for v in names_[field]):
+                    raise _Unsupported(f"ONNX Runtime's {entry['op']} has no {field} (only 1s: {[int(v) for v in names_[field]]})")
         key = ("quantized_node", entry["op"], entry.get("domain", ""), tuple((n, types[n], feeds[n].shape) for n in feeds), out_type,
                tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items())))
 
@@ -755,6 +778,81 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x, "image_shape": image, "block_shape": block})[0]
+
+    def _resize(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX Resize (opset 21) with the spec family's per-dimension scales as its `scales`
+        input: `modes` maps the interpolation enum field's members to Resize's mode (nearest takes
+        round_prefer_ceil, floor(x + 0.5)); offsets of 0.5 each (or none) are coordinate mode
+        half_pixel, 0 each asymmetric, anything else is unsupported (a rounding `direction`: Resize's floor or
+        ceil), as is an output whose Sizes
+        differ from floor(input size * scale) (Resize derives its output's Sizes so)."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs)
+        family = spec.formula.family
+        if family is None or family.expression("scales") is None:
+            raise _Unsupported(f"{d.operator}: the resize mapping needs the spec's family scales")
+        scope = expression_scope(spec, d)
+
+        def floats(key: str, default: float) -> list[float]:
+            expr = family.expression(key)
+            return ([float(np.float32(v)) for v in expr.evaluate(*scope)] if expr is not None
+                    else [default] * x.ndim)
+        scales = floats("scales", 1.0)
+        offsets = floats("input_offsets", 0.5) + floats("output_offsets", 0.5)
+        if all(o == 0.5 for o in offsets):
+            transform = "half_pixel"
+        elif all(o == 0.0 for o in offsets):
+            transform = "asymmetric"
+        else:
+            raise _Unsupported(f"ONNX Resize has no coordinate mode for pixel offsets {offsets}")
+        field = spec.field(family.params["mode"]) if family.params["mode"] in names else None
+        member = (next((m for m, v in (field.enum or {}).items() if v == names[field.name]), None) if field is not None
+                  else family.params["mode"])
+        mode = entry["modes"].get(member)
+        if mode is None:
+            raise _Unsupported(f"no ONNX Resize mode for {member}")
+        out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        if any(int(np.floor(size * np.float32(s))) != o for size, s, o in zip(x.shape, scales, out_shape)):
+            raise _Unsupported(f"ONNX Resize's output Sizes are floor(input * scale), not {out_shape}")
+        attrs: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": transform}
+        if mode == "nearest":  # a rounding direction (the family's `direction`): floor or ceil
+            direction = family.expression("direction")
+            attrs["nearest_mode"] = ("round_prefer_ceil" if direction is None
+                                     else "ceil" if direction.evaluate(*scope) else "floor")
+        scale_bits = tuple(int(b) for b in np.asarray(scales, dtype=np.float32).view(np.uint32))
+        key = ("Resize", in_type, tuple(x.shape), tuple(out_shape), scale_bits, tuple(sorted(attrs.items())))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)
+            graph = helper.make_graph([node], "Resize", [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_shape)],
+                                      [helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x})[0]
+
+    def _multi_output_node(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX `op` node on the `inputs` fields, in the node's input order, whose outputs, in
+        the node's order, are the `results` fields, each in its descriptor's type and Sizes (a node
+        that computes several results at once). A type ONNX Runtime does not implement for the op
+        makes the model fail to build: unsupported, with its message."""
+        names, outs = list(entry["inputs"]), list(entry["results"])
+        types = [_tensor(d, n).data_type for n in names + outs]
+        missing = [t for t in types if t not in _ONNX_TYPES]
+        if missing:
+            raise _Unsupported(f"ONNX has no {missing[0]}")
+        shapes = [list(_tensor(d, n).sizes) for n in names + outs]
+        key = ("multi", entry["op"], tuple(types), tuple(tuple(s) for s in shapes))
+
+        def build() -> Any:
+            from onnx import helper
+            node = helper.make_node(entry["op"], [f"i{k}" for k in range(len(names))], [f"o{k}" for k in range(len(outs))])
+            graph = helper.make_graph(
+                [node], entry["op"],
+                [helper.make_tensor_value_info(f"i{k}", _ONNX_TYPES[types[k]], shapes[k]) for k in range(len(names))],
+                [helper.make_tensor_value_info(f"o{k}", _ONNX_TYPES[types[len(names) + k]], None) for k in range(len(outs))])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        results = self._session(key, build).run(None, {f"i{k}": inputs[n] for k, n in enumerate(names)})
+        return {name: np.asarray(value).reshape(shapes[len(names) + k]) for k, (name, value) in enumerate(zip(outs, results))}
 
     def _nonzero(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX NonZero and a Transpose (its {rank, count} int64 indices as one row per element,

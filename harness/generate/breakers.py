@@ -18,7 +18,8 @@ from harness.model.layout import element_count, minimum_bytes, pack_nibbles, pac
 from harness.spec.model import OperatorSpec
 from harness.model.validator import GENERIC_RULES
 from harness.generate.values import random_values
-from harness.generate.types import broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for, shape_group
+from harness.generate.types import (broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for,
+                                    presence_only, shape_group)
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
 from harness.generate.strategies import valid_descriptors
 from harness.generate.reachability_memo import memo_for_code
@@ -262,7 +263,7 @@ def _break_in_place_layout(draw: st.DrawFn, spec: OperatorSpec, level: str, d: D
 def _constraint_breaker(constraint_id: str) -> Breaker:
     def breaker(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
         c = next(c for c in spec.constraints if c.id == constraint_id)
-        if c.rule in ("expression", "shape"):
+        if c.rule in ("expression", "shape") and not presence_only(spec, c):
             return expression_breaker(c.rule_id)(draw, spec, level, d)
         if c.rule == "same_shape":
             names = [n for n in c.tensors if d.tensors.get(n) is not None]
@@ -399,7 +400,7 @@ def _reachable_for(spec: OperatorSpec, level: str, rule: str, member: str | None
         return any(set(spec.catalog.data_types) - set(cell.types) for cell in table.tensors.values())
     if rule.startswith("constraint."):
         c = next(c for c in spec.constraints if c.rule_id == rule)
-        if c.rule in ("expression", "shape"):
+        if c.rule in ("expression", "shape") and not presence_only(spec, c):
             return reachable(spec, level, rule, member)
         return c.rule == "same_shape" or bool(constraint_breaking_assignments(spec, level, c.id, member))
     return True

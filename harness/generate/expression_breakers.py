@@ -280,6 +280,13 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
         # a member no valid descriptor has: QuantizationType NONE)
         choices: list[dict[str, int]] = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
                           for v in f.enum.values()]
+        # a scalar whose 0 no valid descriptor holds (a scale factor of at least 1) and that has no
+        # default: its first ordinary value, with each of the choices above
+        firsts = {f.name: int(spec.attribute_values[f.name]["ordinary"][0]) for f in spec.attribute_fields
+                  if f.default is None and not f.enum and f.c_type in ("UINT", "INT") and not f.is_count
+                  and spec.attribute_values.get(f.name, {}).get("ordinary")}
+        if firsts:
+            choices += [{**firsts, **choice} for choice in choices]
         for choice in choices:
             d = Descriptor(spec.name, {n: None if t is None else replace(t, sizes=list(t.sizes)) for n, t in tensors.items()},
                            {**spec.default_attributes(), **choice, **spec.variant_attributes(member)})

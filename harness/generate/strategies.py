@@ -181,8 +181,13 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             sizes = [_free_size(draw, s, min(config.max_dim_size, budget)) if is_free(s) else s for s in sizes]
         if any(c.bound == "upper" for c in spec.shape_rules if c.tensors[0] == name):
             sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
-        if any(c.align == "right" for c in spec.shape_rules if c.tensors[0] == name):
-            sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), sum(t is None for t in types.values()))
+        side = next((c.align for c in spec.shape_rules if c.tensors[0] == name and c.align), None)
+        if side is not None:  # a broadcast operand: at each dimension count its table allows
+            planned = _realign_plan(spec, level, member, name).get((tuple(sorted(types.items())), dim_count))
+            if side == "left":  # trailing 1s left out or added: the same from the other end
+                sizes = _realigned(draw, sizes[::-1], *dim_range(spec, level, [name], member), planned)[::-1]
+            else:
+                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned)
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
@@ -319,18 +324,44 @@ def domain_reads(pool: AttributePool) -> set[str]:
     return set().union(*(pool[key].names() for key in _DOMAIN_KEYS if key in pool))
 
 
-def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, absent: int) -> list[int]:
+@lru_cache(maxsize=None)
+def _realign_plan(spec: OperatorSpec, level: str, member: str | None, name: str) -> dict[tuple, int]:
+    """For each coverage-plan cell that has `name` (a broadcast operand whose shape rule aligns
+    right or left), the dimension count it is first drawn at, keyed by (sorted type items, dimension count).
+    Chosen in plan order, greedily: the count that reaches the most (tensor, type, count) cells not
+    yet reached, of `name` and of the tensors whose shape rule reads it (they take its count: a
+    rule that all scales share AScaleTensor's DimensionCount); ties go round the range with the
+    cell's index, so that every count the table lists is reached where the cells allow it."""
+    lo, hi = dim_range(spec, level, [name], member)
+    followers = {name} | {c.tensors[0] for c in spec.shape_rules if name in c.reads}
+    reached: set[tuple] = set()
+    chosen = {}
+    for index, cell in enumerate(coverage_plan(spec, level, member=member)):
+        types = cell.types
+        if types.get(name) is None:
+            continue
+        present = [x for x in sorted(followers) if types.get(x) is not None]
+        rotation = [lo + (index + k) % (hi - lo + 1) for k in range(hi - lo + 1)]
+        count = max(rotation, key=lambda c: sum((x, types[x], c) not in reached for x in present))
+        reached |= {(x, types[x], count) for x in present}
+        chosen[(tuple(sorted(types.items())), cell.dim_count)] = count
+    return chosen
+
+
+def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int | None) -> list[int]:
     """A broadcast operand's Sizes (its shape rule aligns right) at a dimension count drawn from
     its table's range `lo`..`hi`: leading 1s left out or added, so that every count the table lists
-    is generated, not only the count of the tensor it broadcasts against. The first choice cycles
-    through the range with the cell (the count it derives from, and how many tensors it leaves
-    absent): a bounded run of one descriptor per coverage-plan cell (whose first draw is the first
-    choice) then reaches every count, below, at and above the other tensors'."""
+    is generated, not only the count of the tensor it broadcasts against. The first choice is the
+    count the coverage plan gives the cell (`planned`: _realign_plan; None, a cell outside the plan:
+    the least count), where the Sizes allow it: a bounded run of one descriptor per coverage-plan
+    cell (whose first draw is the first choice) then reaches every count, below, at and above the
+    other tensors'. (A cycle keyed by the derived count and the absent tensors alone skipped
+    counts: all-ones Sizes of 4 or 5 dims never started at 3.)"""
     ones = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
     least = max(lo, len(sizes) - ones, 1)
     if least > hi:
         return sizes
-    first = least + (2 * len(sizes) + absent) % (hi - least + 1)
+    first = planned if planned is not None and least <= planned <= hi else least
     count = draw(st.sampled_from([first, *(c for c in range(least, hi + 1) if c != first)]))
     return sizes[len(sizes) - count:] if count <= len(sizes) else [1] * (count - len(sizes)) + sizes
 

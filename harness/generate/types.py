@@ -50,7 +50,48 @@ def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None], me
                             level: str | None = None) -> set[str]:
     """Ids of the data-type constraints that a type assignment breaks at `level` (None = absent tensor)."""
     names = _names(spec, member, level)
-    return {c.id for c in spec.constraints if c.type_offenders(types, names)}
+    return {c.id for c in spec.constraints if c.type_offenders(types, names)} | _presence_broken(spec, types, level)
+
+
+def presence_only(spec: OperatorSpec, c: Any) -> bool:
+    """Whether `c` is an expression rule that reads only tensors' `present` (and, in its `when`,
+    the feature level): a type assignment (None = absent) decides it, so its breaker is a type
+    assignment's too."""
+    import ast
+    if c.rule != "expression" or c.check is None:
+        return False
+    tensors = {f.name for f in spec.tensor_fields}
+    levels = set(level_facts(spec.catalog, None))
+    attributes = [n for n in ast.walk(c.check.tree) if isinstance(n, ast.Attribute)]
+    if not attributes or c.check.names() - tensors or any(a.attr != "present" for a in attributes):
+        return False
+    return c.guard is None or not (c.guard.names() - levels)
+
+
+@lru_cache(maxsize=None)
+def _presence_rules(spec: OperatorSpec) -> tuple[Any, ...]:
+    """The spec's presence-only expression rules (presence_only), found once per spec."""
+    return tuple(c for c in spec.constraints if presence_only(spec, c))
+
+
+def _presence_broken(spec: OperatorSpec, types: dict[str, str | None], level: str | None) -> set[str]:
+    """Ids of the expression rules that read nothing but which tensors are present (and the feature
+    level): "this tensor is required if that one is present". A type assignment decides them (None
+    = absent), so generation honours them with the types, as it does the type rules."""
+    from harness.spec.shape_expr import TensorFacts
+    rules = _presence_rules(spec)
+    if not rules:
+        return set()
+    level_names = level_facts(spec.catalog, level)
+    tensors = {n: TensorFacts(() if t is not None else None) for n, t in types.items()}
+    broken = set()
+    for c in rules:
+        assert c.check is not None
+        if c.guard is not None and not c.guard.evaluate(level_names, tensors):
+            continue
+        if not c.check.evaluate(level_names, tensors):
+            broken.add(c.id)
+    return broken
 
 
 def _table(spec: OperatorSpec, level: str, member: str | None):

@@ -14,7 +14,7 @@ from harness.model.facts import attribute_names, expression_scope, level_facts, 
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.model import OperatorSpec, SpecSet
-from harness.spec.shape_expr import is_free, right_aligned
+from harness.spec.shape_expr import aligned, is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
 # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT (DirectML constants page: "Buffer tensors have a minimum base
@@ -157,10 +157,10 @@ def expression_violations(spec: OperatorSpec, descriptor: Descriptor, level: str
         if desc is None or want is None:
             continue
         have = list(desc.sizes)
-        if c.align == "right" and isinstance(want, list):  # a broadcast operand: leading 1s may be left out or added
-            cut = right_aligned(have, want)
+        if c.align is not None and isinstance(want, list):  # a broadcast operand: leading (left: trailing) 1s may be left out or added
+            cut = aligned(have, want, c.align)
             if cut is None:
-                out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {have}, expected {want} (right-aligned)"))
+                out.append(Violation(c.rule_id, tensor, f"{c.text} Sizes {have}, expected {want} ({c.align}-aligned)"))
                 continue
             have, want = cut
         if c.bound == "upper":

@@ -361,8 +361,26 @@ def family_inputs(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, 
         if desc is None:
             out[var] = np.asarray(spec.formula.absent_inputs[var])
         else:
-            out[var] = read_tensor(inputs[tensor], desc, spec.catalog.dtype(desc.data_type))
+            out[var] = _left_aligned(spec, descriptor, tensor, read_tensor(inputs[tensor], desc, spec.catalog.dtype(desc.data_type)))
     return out
+
+
+def _left_aligned(spec: OperatorSpec, descriptor: Descriptor, tensor: str, value: np.ndarray) -> np.ndarray:
+    """`value` at its shape rule's dimension count where the rule aligns left (a per-channel operand
+    {1, C, 1, ...} read from its first dimension on, whatever its own count): trailing 1s dropped or
+    added, so that a plug-in broadcasts it as NumPy does (right-aligned) against the tensors the
+    rule measures it by. Any other value as it is."""
+    rule = next((c for c in spec.shape_rules if c.tensors[0] == tensor and c.align == "left" and c.sizes is not None), None)
+    if rule is None:
+        return value
+    from harness.model.facts import expression_scope
+    want = rule.sizes.evaluate(*expression_scope(spec, descriptor))  # type: ignore[union-attr]
+    if not isinstance(want, list):
+        return value
+    shape = list(value.shape)
+    while len(shape) > len(want) and shape[-1] == 1:
+        shape.pop()
+    return value.reshape(shape + [1] * (len(want) - len(shape)))
 
 
 class FamilyExpected(Expected):

@@ -297,7 +297,8 @@ WINDOW_FAMILY = FamilyDeclaration(
         "combine": Param("choice", required=False, choices=("dot", "max", "average", "lp", "im2col", "col2im"),
                          meaning="what a window gives (absent: dot): dot, the sum of input times filter (a convolution, "
                                  "formula variable xw); max, the largest input element the window reads (a pooling, with "
-                                 "its index where `indices` names an output); average, their sum over a divisor; lp, "
+                                 "its index where `indices` names an output); average, their sum over a divisor (where the "
+                                 "spec's expression reads xw: that expression over the sum xw and its divisor); lp, "
                                  "(sum |x|^p)^(1/p) over them; im2col, every window's elements as one column of a "
                                  "{N, C x prod(window_size), windows} output (0 on the padding); col2im, its adjoint: each "
                                  "column's elements summed back onto the positions they were read from. These take no filter"),
@@ -332,10 +333,11 @@ WINDOW_FAMILY = FamilyDeclaration(
                                     "over the output through the filter)"),
         "flip": Param("expression", modes=("dot",),
                       meaning="true: the filter is read in reverse order along each spatial dimension"),
-        "input_zero_point": Param("input", required=False, modes=("dot",),
+        "input_zero_point": Param("input", required=False, modes=("dot", "average"),
                                   meaning="a tensor subtracted from the input before the products (a quantized "
                                           "convolution's zero point), broadcast right-aligned; a padded position is "
-                                          "no term, so it reads as the zero point"),
+                                          "no term, so it reads as the zero point. average: subtracted before the sum "
+                                          "(a quantized average, whose expression reads xw and divisor)"),
         "filter_zero_point": Param("input", required=False, modes=("dot",),
                                    meaning="one value per output channel, laid out as the output ({1, M, 1, ...}, "
                                            "right-aligned), subtracted from that channel's filter (forward only)"),
@@ -346,7 +348,10 @@ WINDOW_FAMILY = FamilyDeclaration(
     },
     formula_variables={
         "xw": "the exact sum of input times filter over the window of each output element {n, m, spatial...} "
-              "(float64): the input channels of m's group, the kernel positions that land on the input",
+              "(float64): the input channels of m's group, the kernel positions that land on the input; an average "
+              "whose expression reads it: the exact sum of the window's input elements less input_zero_point",
+        "divisor": "an average whose expression reads xw: its divisor per output element (the count of window "
+                   "elements on the input, or prod(window_size) where include_padding holds); 0 for an empty window",
     },
     element_variables={
         "off_input_nonfinite": "1 where a kernel position that reads no input element (padding, a transposed window's "
@@ -406,13 +411,21 @@ SCAN_FAMILY = FamilyDeclaration(
 NORMALIZE_FAMILY = FamilyDeclaration(
     "normalize",
     params={
-        "mode": Param("choice", choices=("softmax", "log_softmax", "hardmax"),
+        "mode": Param("choice", choices=("softmax", "log_softmax", "hardmax", "lp", "mean_variance"),
                       meaning="how each group of elements (those that differ only along `axes`) is normalised, "
                               "element by element: softmax, exp(x - max) / sum(exp(x - max)); log_softmax, "
                               "x - max - log(sum(exp(x - max))); hardmax, 1 at the group's first largest element "
-                              "(row-major over the axes, ascending) and 0 elsewhere"),
+                              "(row-major over the axes, ascending) and 0 elsewhere; lp, x / sqrt(||group||_p^2 + epsilon); "
+                              "mean_variance, the formula variable `normalized`: (x - mean) / sqrt(variance + epsilon), "
+                              "the population variance, or x - mean where `variance` does not hold"),
         "axes": Param("expression", meaning="a shape expression giving the list of normalised axes (an array field, "
                                             "or a fixed list such as the last axis)"),
+        "p": Param("scalar", modes=("lp",), meaning="the UINT field of lp's order p (1 or 2)"),
+        "epsilon": Param("union", modes=("lp", "mean_variance"),
+                         meaning="the FLOAT field of epsilon: lp's addend to the norm's square, mean_variance's addend "
+                                 "to the variance"),
+        "variance": Param("expression", modes=("mean_variance",),
+                          meaning="a shape expression: true where the deviation is divided by sqrt(variance + epsilon)"),
         "bounds": Param("bounds", required=False,
                         meaning="per mode, the largest |device - exact| a conforming device may show, over the bound "
                                 "variables (a mode without one: exact)"),
@@ -428,6 +441,20 @@ NORMALIZE_FAMILY = FamilyDeclaration(
         "exact": "the exact result of the output element (float64)",
         "arg": "|x - max|: how far the element lies below its group's largest element (the magnitude of the argument "
                "of its shifted exp); 0 where that is not finite (a -inf element, whose result IEEE fixes exactly)",
+        "p": "lp's order p",
+        "sum_abs": "the group's sum of |x| (finite elements)",
+        "sum_sq": "the group's sum of x^2 (finite elements)",
+        "norm": "lp: the group's exact p-norm, (sum |x|^p)^(1/p)",
+        "divisor": "what the element is divided by, exactly: lp sqrt(norm^2 + epsilon), mean_variance sqrt(variance + "
+                   "epsilon)",
+        "mean": "mean_variance: |the group's exact mean|",
+        "dev": "mean_variance: |x - mean|, the element's exact deviation",
+        "var_eps": "mean_variance: the group's exact population variance plus epsilon",
+        "epsilon": "|epsilon| (the FLOAT attribute as the struct holds it)",
+        "variance": "mean_variance: 1 where the deviation is divided by sqrt(variance + epsilon), else 0",
+    },
+    formula_variables={
+        "normalized": "mean_variance: (x - mean) / sqrt(variance + epsilon) (or x - mean), exact, per element",
     },
 )
 
@@ -450,11 +477,98 @@ GENERATOR_FAMILY = FamilyDeclaration(
     },
 )
 
+QUANTIZE_DYNAMIC_FAMILY = FamilyDeclaration(
+    "quantize_dynamic",
+    params={
+        "mode": Param("choice", choices=("range_with_zero",),
+                      meaning="range_with_zero: the range [min(0, min x), max(0, max x)] of the whole input (ONNX's "
+                              "dynamic quantization: zero is always representable) spread over the integer output "
+                              "type's range: scale = range / (qmax - qmin), zero point = saturate(round(qmin - "
+                              "min / scale)), values = saturate(round(x / scale) + zero point), rounding half to even"),
+        "input": Param("input", meaning="the float tensor whose range is taken and which is quantized"),
+        "values": Param("output", meaning="the integer output of the quantized input (its type gives qmin and qmax)"),
+        "scale": Param("output", meaning="the float output of one element holding the scale"),
+        "zero_point": Param("output", meaning="the integer output of one element holding the zero point"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the largest |device - exact| of the scale a conforming device may show; "
+                                "the zero point and the values are then judged against every scale within it"),
+    },
+    element_variables={
+        "zero_range": "1 where the whole input's range (max(0, max x) - min(0, min x)) is 0, so that the scale is 0 "
+                      "and the zero point and the values divide 0 by 0; else 0",
+        "range_overflow": "1 where that range exceeds FLOAT32's largest finite value (its subtraction overflows); else 0",
+    },
+    bound_variables={
+        "exact": "the exact scale (float64 of the range over qmax - qmin)",
+        "eps": "FLOAT32's spacing at 1, 2^-23: one faithful rounding step is within eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (a denormal input, intermediate or result may be flushed)",
+        "inf": "+infinity: a bound of inf accepts every result",
+    },
+)
+
+RESAMPLE_FAMILY = FamilyDeclaration(
+    "resample",
+    params={
+        "mode": Param("choice", choices=("nearest_neighbor", "linear"), by_enum=True,
+                      meaning="how an output element is read from the input at its sampling position x_d = (o_d + "
+                              "output offset) / scale_d - input offset per dimension: nearest_neighbor, the element "
+                              "at round(x_d) (a .5 tie either way); linear, the weighted sum of the 2^k elements at "
+                              "floor(x_d) and floor(x_d) + 1 over the k dimensions whose position is not whole, "
+                              "weights 1 - frac and frac; indices clamped to the input (an enum attribute field whose "
+                              "member, lower-cased, is the choice, or a fixed choice)"),
+        "input": Param("input", meaning="the tensor sampled"),
+        "scales": Param("expression", meaning="a shape expression: the list of per-dimension scales (output over "
+                                              "input), one per input dimension (a FLOAT array field, or integer factors)"),
+        "input_offsets": Param("expression", required=False,
+                               meaning="a shape expression: the per-dimension offset subtracted from the scaled "
+                                       "position (absent: 0.5 each, pixel centres)"),
+        "output_offsets": Param("expression", required=False,
+                                meaning="a shape expression: the per-dimension offset added to the output index "
+                                        "before the scale divides it (absent: 0.5 each, pixel centres)"),
+        "direction": Param("expression", required=False,
+                           meaning="a shape expression: true, nearest_neighbor takes ceil(x) (toward increasing "
+                                   "indices); false, floor(x); absent, round(x) (either neighbour at a .5 tie)"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the largest |device - exact| a conforming device may show, over the bound "
+                                "variables (a mode without one: exact, a copy)"),
+    },
+    element_variables={
+        "tie": "1 where a nearest_neighbor position lies within its computation error of a .5 tie on some dimension "
+               "(either neighbour is the nearest), else 0",
+        "rounds_up": "1 where a nearest_neighbor position's fraction is .5 or more on some dimension with a next "
+                     "element (round(x) is floor(x) + 1 there, not floor(x)), else 0",
+        "past_edge": "1 where a linear position lies before the first or past the last element on some dimension "
+                     "of more than one element (the page's clamped edges), else 0",
+        "nonfinite_near": "1 where an element of a linear output element's 4^k neighbourhood (floor(x) - 1 to "
+                          "floor(x) + 2 per interpolated dimension, o - 1 to o + 1 along a copied one, clamped: what a "
+                          "device may read with a zero or tiny weight, at an edge or through its position's error) "
+                          "is NaN or infinite, else 0",
+    },
+    bound_variables={
+        "D": "the number of dimensions whose sampling position is not whole (linear: 2^D elements are weighed)",
+        "terms": "2^D, the number of weighted elements",
+        "pos_err": "the sum over those dimensions of how far the device's FLOAT32 position may lie from the exact "
+                   "one: 4 * 2^-23 * (|(o + output offset) / scale| + |input offset|) each",
+        "spread": "the largest minus the smallest finite input element of the 4^D neighbourhood (floor(x) - 1 to "
+                  "floor(x) + 2 per dimension, clamped): how much a position error (or the other floor at a whole "
+                  "position) can move the result per unit",
+        "max_abs": "the largest |x| of the 2^D weighted elements (finite)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result, NaN included",
+        "exact": "the exact result (float64)",
+    },
+)
+
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
                                                                     MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
-                                                                    NORMALIZE_FAMILY, GENERATOR_FAMILY)}
+                                                                    NORMALIZE_FAMILY, GENERATOR_FAMILY,
+                                                                    QUANTIZE_DYNAMIC_FAMILY, RESAMPLE_FAMILY)}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from harness.model.layout import MAX_ELEMENTS
 from harness.spec.expr import FormulaError
 from harness.spec.model import MAX_DIMENSIONS, FieldSpec, OperatorSpec, SupportTable, enum_members
 from harness.spec.read_formula import limit_problem, range_problem
-from harness.spec.shape_expr import BEYOND, MAX_STEPS, ShapeExpr, is_free, right_aligned, without_text
+from harness.spec.shape_expr import BEYOND, MAX_STEPS, ShapeExpr, aligned, is_free, without_text
 from harness.spec.source import KeyPath, load_yaml
 
 # A derived tensor holds at most this many elements: what a case file can carry (a failing case is
@@ -525,7 +525,7 @@ def _rules_hold(prober: _Prober, descriptor: Descriptor, names: dict[str, Any], 
         desc = descriptor.tensors.get(c.tensors[0])
         if desc is not None and want is not None:
             have = list(desc.sizes)
-            cut = right_aligned(have, want) if c.align == "right" and isinstance(want, list) else (have, want)
+            cut = aligned(have, want, c.align) if c.align is not None and isinstance(want, list) else (have, want)
             holds = holds and cut is not None and isinstance(cut[1], list) and len(cut[1]) == len(cut[0]) and all(
                 is_free(w) or (isinstance(w, int) and (1 <= a <= w if c.bound == "upper" else a == w))
                 for a, w in zip(*cut))

@@ -127,7 +127,7 @@ class Constraint:
     sizes: ShapeExpr | None = None   # rule shape: the Sizes `tensors[0]` must have (generation derives them)
     guard: ShapeExpr | None = None   # an expression `when`: the rule is in force only where it holds
     bound: str | None = None         # rule shape with bound 'upper': each size from 1 up to `sizes`
-    align: str | None = None         # rule shape with align 'right': compared right-aligned, leading 1s left out or added
+    align: str | None = None         # rule shape with align 'right' (or 'left'): compared right- (left-) aligned, leading (trailing) 1s left out or added
     _tensor_names: tuple[str, ...] = ()  # every tensor field of the operator (what `reads` looks for)
     _arrays: tuple[tuple[str, tuple[str, ...]], ...] = ()  # each tensor array and its items (a loop reads them all)
 

@@ -139,7 +139,7 @@ OPERATOR_SCHEMA: dict = {
                     "expression": _EXPR,
                     "sizes": _EXPR,
                     "bound": {"enum": ["upper"]},
-                    "align": {"enum": ["right"]},
+                    "align": {"enum": ["right", "left"]},
                     "text": {"type": "string"},
                 },
             },

@@ -157,6 +157,16 @@ def right_aligned(have: list[Any], want: list[Any]) -> tuple[list[Any], list[Any
     return list(have[len(have) - n:]), list(want[len(want) - n:])
 
 
+def aligned(have: list[Any], want: list[Any], align: str) -> tuple[list[Any], list[Any]] | None:
+    """right_aligned for `align` 'right'; for 'left' (an operand read from its first dimension on,
+    as a per-channel scale {1, C, 1, ...} of any dimension count: a size it leaves out or adds
+    after the others is 1) the same from the other end."""
+    if align == "right":
+        return right_aligned(have, want)
+    cut = right_aligned(list(have)[::-1], list(want)[::-1])
+    return None if cut is None else (cut[0][::-1], cut[1][::-1])
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     """What a shape expression may read of one tensor field (None: absent tensor)."""

@@ -29,7 +29,8 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, type_bound_variables
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, output_rule_masks,
+                                               type_bound_variables)
 from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_formula_near_midpoints
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
@@ -174,15 +175,8 @@ def dot_epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     result.epilogue[out_name] = {variable: (exact, spread)}
     result.contexts[out_name] = ctx
 
-    masks = {}
-    for rule in spec.unspecified:  # element-wise over the output's elements, with the dot product and the other inputs
-        if not rule.concerns(out_name, out_type.name):
-            continue
-        with np.errstate(all="ignore"):
-            hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
-        if hit.any():
-            masks[rule.id] = hit
-    result.unspecified[out_name] = masks
+    # element-wise over the output's elements, with the family's variables and the inputs
+    result.unspecified[out_name] = output_rule_masks(spec, out_name, out_type, ctx, shape)
     return result
 
 

@@ -7,7 +7,14 @@ last axis); the output has the input's shape. The mode is the spec's:
 - softmax: exp(x - m) / sum(exp(x - m)) over the group, m the group's largest element;
 - log_softmax: (x - m) - log(sum(exp(x - m)));
 - hardmax: 1 at the group's first largest element (row-major order over the axes, ascending by
-  axis, as the reduce family's index reductions count), 0 elsewhere.
+  axis, as the reduce family's index reductions count), 0 elsewhere;
+- lp: x / sqrt(||group||_p^2 + epsilon), p from the spec's `p` field, epsilon its `epsilon` FLOAT field
+  (epsilon inside the square: what keeps a group of zeros finite, as DirectML evaluates it);
+- mean_variance: the formula variable `normalized`, (x - mean) / sqrt(variance + epsilon) over the
+  group (the population variance, divisor N), or x - mean where the spec's `variance` expression
+  does not hold; the spec's expression is the element-wise epilogue over it (a scale and a bias,
+  a fused activation), judged as the matmul family's dot product is: `normalized` anywhere within
+  its bound, the rest under the element-wise precision model.
 
 Why the shift by m: it is the mathematical function (exp(x) / sum exp(x) is the same value), and
 the form every implementation evaluates, since the literal exp(x) overflows FLOAT16 beyond 11.1.
@@ -20,7 +27,10 @@ kept: a group holding a NaN gives NaN everywhere (the sum is NaN), a group of -i
 Precision model. Softmax and log-softmax add N terms in an order the page leaves open and take exp
 and log under D3D's bounds; the spec states the largest |device - exact| per mode (`bounds`) over
 the bound variables this plug-in computes per output element (`N`, `arg` = |x - m|, `exact` and the
-type's facts). Hardmax is comparisons only: exact, with fp32 denormal inputs flushed as a legal
+type's facts). lp and mean_variance accumulate too (the norm; the mean and the variance): their
+bounds read what was accumulated per group (`sum_abs`, `sum_sq`, `norm`, `mean`, `dev`, `var_eps`,
+`divisor`), so that one formula per mode judges every group size and magnitude; their legal device
+lands at 0.999 of that bound (as the pooling family's average does). Hardmax is comparisons only: exact, with fp32 denormal inputs flushed as a legal
 alternative (a flushed denormal ties with a zero). The spec's element-wise `unspecified` rules are
 lifted to every output element of a group one of whose elements meets them.
 """
@@ -31,12 +41,16 @@ import numpy as np
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, one_input,
-                                                rule_hits, type_bound_variables)
+                                                output_rule_masks, rule_hits, type_bound_variables)
+from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_formula_near_midpoints
 from harness.spec.catalog import DataType
+from harness.spec.context import formula_context
+from harness.spec.expr import Formula
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 EXP2_RELATIVE = 2.0 ** -21  # D3D 11.3 §22.10.6: exp2's largest relative error
+VARIABLE = "normalized"  # mean_variance's formula variable (its formula_variables in harness.spec.families)
 
 
 class _Groups:
@@ -110,10 +124,186 @@ def _bound_variables(grouped64: np.ndarray, exact: np.ndarray, out_type: DataTyp
 
 
 def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, grouped: np.ndarray, groups: _Groups,
-                 out_type: DataType) -> dict[str, np.ndarray]:
-    """The spec's element-wise rules over each group's elements, lifted to the whole group."""
+                 out_type: DataType, only: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The spec's element-wise rules (those in `only`, where given) over each group's elements,
+    lifted to the whole group."""
+    if only is None:
+        hits = list(rule_hits(spec, descriptor, {var: grouped}, out_type, grouped.shape))
+    else:  # only the rules that read nothing but the element and the attributes (no epilogue variable)
+        types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+        ctx = formula_context(spec, types, {var: grouped}, descriptor.attributes)
+        hits = [(r.id, np.broadcast_to(np.asarray(r.when.evaluate(ctx), dtype=bool), grouped.shape))
+                for r in spec.unspecified if r.id in only and r.concerns(spec.formula.output, out_type.name)]
     return {rule: groups.back(np.broadcast_to(hit.any(axis=-1, keepdims=True), grouped.shape))
-            for rule, hit in rule_hits(spec, descriptor, {var: grouped}, out_type, grouped.shape) if hit.any()}
+            for rule, hit in hits if hit.any()}
+
+
+ACCUMULATING = ("lp", "mean_variance")  # the modes whose bounds read the group's accumulated magnitudes
+EDGE = 0.999  # the legal device lands this far out within an accumulating mode's bound
+
+
+def _epsilon(spec: OperatorSpec, descriptor: Descriptor) -> float:
+    """The family's `epsilon` FLOAT field as the struct holds it (float32)."""
+    family = spec.formula.family
+    assert family is not None
+    name = family.params["epsilon"]
+    value = descriptor.attributes.get(name, spec.field(name).default)
+    return float(np.float32(0.0 if value is None else value))
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """`values` with the non-finite ones as 0 (what a magnitude sums over finite elements)."""
+    return np.where(np.isfinite(values), values, 0.0)
+
+
+def _accumulated(spec: OperatorSpec, descriptor: Descriptor, grouped: np.ndarray, mode: str,
+                 names: dict) -> tuple[np.ndarray, dict[str, object]]:
+    """An accumulating mode's exact float64 value, group-shaped, and its bound variables (what
+    each group accumulated, broadcast to its elements). IEEE propagation is kept: a NaN or an
+    infinity in a group reaches every element of it through the sum."""
+    family = spec.formula.family
+    assert family is not None
+    epsilon = _epsilon(spec, descriptor)
+    with np.errstate(all="ignore"):
+        x = grouped.astype(np.float64)
+        n = np.float64(x.shape[-1])
+        facts: dict[str, object] = {"N": n, "epsilon": np.float64(abs(epsilon)),
+                                    "sum_abs": np.sum(_finite(np.abs(x)), axis=-1, keepdims=True),
+                                    "sum_sq": np.sum(_finite(x * x), axis=-1, keepdims=True)}
+        if mode == "lp":
+            p = int(names[family.params["p"]])
+            facts["p"] = np.float64(p)
+            norm = np.sum(np.abs(x) ** p, axis=-1, keepdims=True) ** (1.0 / p)
+            divisor = np.sqrt(norm * norm + np.float64(epsilon))  # the norm with epsilon inside its square
+            facts.update(norm=_finite(norm), divisor=_finite(divisor))
+            return x / divisor, facts
+        mean = np.sum(x, axis=-1, keepdims=True) / n
+        deviation = x - mean
+        var_eps = np.sum(deviation * deviation, axis=-1, keepdims=True) / n + np.float64(epsilon)
+        divisor = np.sqrt(var_eps)
+        variance = bool(family.expression("variance").evaluate(*expression_scope(spec, descriptor)))  # type: ignore[union-attr]
+        facts.update(mean=_finite(np.abs(mean)), dev=_finite(np.abs(deviation)), var_eps=_finite(var_eps),
+                     divisor=_finite(divisor), variance=np.float64(1.0 if variance else 0.0))
+        return (deviation / divisor if variance else deviation), facts
+
+
+def _bound(atol: Formula, grouped: np.ndarray, exact: np.ndarray, facts: dict[str, object], out_type: DataType) -> np.ndarray:
+    """The spec's bound per grouped element over the group's accumulated facts (no slack where the
+    group holds a NaN)."""
+    variables = {**type_bound_variables(out_type.numpy), **_broadcast_facts(facts, grouped.shape), "exact": exact}
+    with np.errstate(invalid="ignore"):
+        nan_in = np.isnan(grouped.astype(np.float64)).any(axis=-1, keepdims=True)
+    return evaluate_bound(atol, variables, grouped.shape, nan_in)
+
+
+def _broadcast_facts(facts: dict[str, object], shape: tuple[int, ...]) -> dict[str, object]:
+    """Each group-shaped fact broadcast to the grouped elements (scalars kept)."""
+    return {k: (np.broadcast_to(v, shape) if isinstance(v, np.ndarray) else v) for k, v in facts.items()}
+
+
+def _accumulating(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+    """lp (the output itself within the spec's bound) and mean_variance (the formula variable
+    `normalized` within the bound, under the spec's element-wise expression)."""
+    family = spec.formula.family
+    assert family is not None
+    call = one_input(spec, descriptor, inputs)
+    var, x, out_name, out_type = call.var, call.x, call.out_name, call.out_type
+    groups = _Groups(spec, descriptor, x.shape)
+    grouped = groups.group(x)
+    names, _ = expression_scope(spec, descriptor)
+    exact, facts = _accumulated(spec, descriptor, grouped, groups.mode, names)
+    exact = np.broadcast_to(exact, grouped.shape)
+    bound = family.bound(groups.mode)
+    flushed = flush_f32_denormals(x)
+    atol = None
+    if bound is not None and out_type.is_float:
+        atol = groups.back(_bound(bound.atol, grouped, exact, facts, out_type))
+        if flushed is not None:  # the flush is legal: the bound covers a device at the edge of the flushed computation too
+            grouped_flushed = groups.group(flushed)
+            exact_flushed, facts_flushed = _accumulated(spec, descriptor, grouped_flushed, groups.mode, names)
+            exact_flushed = np.broadcast_to(exact_flushed, grouped.shape)
+            with np.errstate(invalid="ignore"):
+                moved = np.abs(exact_flushed - exact) + _bound(bound.atol, grouped_flushed, exact_flushed, facts_flushed, out_type)
+            atol = np.maximum(atol, groups.back(np.where(np.isnan(moved), 0.0, moved)))
+    if groups.mode == "lp":
+        with np.errstate(all="ignore"):
+            result = FamilyResult({out_name: groups.back(exact.astype(out_type.numpy))})
+        result.summaries["exact"] = groups.back(exact)
+        if atol is not None:
+            atol = np.where(np.isfinite(groups.back(exact)), atol, 0.0)
+            result.bounds[out_name] = (groups.back(exact), atol)
+            result.summaries["bound"] = atol
+        result.unspecified[out_name] = _unspecified(spec, descriptor, var, grouped, groups, out_type)
+        if flushed is not None:
+            alternative, _ = _accumulated(spec, descriptor, groups.group(flushed), "lp", names)
+            with np.errstate(all="ignore"):
+                result.alternatives[out_name] = [("fp32_input_flush", groups.back(np.broadcast_to(alternative, grouped.shape)).astype(out_type.numpy))]
+        return result
+    normalized = groups.back(exact)
+    alternatives = []
+    if flushed is not None:
+        alternative, _ = _accumulated(spec, descriptor, groups.group(flushed), "mean_variance", names)
+        alternatives = [("fp32_input_flush", groups.back(np.broadcast_to(alternative, grouped.shape)))]
+    result = _epilogue(spec, descriptor, inputs, normalized, atol, alternatives)
+    # a rule over the input element (and attributes) alone is lifted to its whole group, as for the
+    # other modes: every element of the group is computed from that element
+    own = {var} | {f.name for f in spec.attribute_fields}
+    lifted = _unspecified(spec, descriptor, var, grouped, groups, out_type,
+                          [r.id for r in spec.unspecified if r.when.names <= own])
+    masks = result.unspecified[out_name]
+    for rule, hit in lifted.items():
+        masks[rule] = masks[rule] | hit if rule in masks else hit
+    return result
+
+
+def _epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], normalized: np.ndarray,
+              spread: np.ndarray | None, alternatives: list[tuple[str, np.ndarray]]) -> FamilyResult:
+    """The FamilyResult of the spec's expression over the formula variable `normalized` (each
+    element anywhere within `spread` of it), the other inputs broadcast to the output's Sizes,
+    as the matmul family's dot_epilogue judges its dot product."""
+    out_name = spec.formula.output
+    out_desc = descriptor.tensors[out_name]
+    assert out_desc is not None
+    out_type = spec.catalog.dtype(out_desc.data_type)
+    shape = tuple(out_desc.sizes)
+    ctx = _epilogue_context(spec, descriptor, inputs, normalized)
+    with np.errstate(all="ignore"):
+        value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), shape)
+    if spec.formula.expression.transcendental:  # a fused activation's exp: the same bits on every CPU
+        with np.errstate(all="ignore"):
+            output = value.astype(out_type.numpy)
+        round_formula_near_midpoints(spec.formula.expression, ctx.variables, value, output, TRANSCENDENTAL_WINDOW)
+    else:
+        with np.errstate(all="ignore"):
+            output = value.astype(out_type.numpy)
+    result = FamilyResult({out_name: output})
+    if alternatives:
+        result.epilogue_alternatives[out_name] = [(name, {VARIABLE: values}) for name, values in alternatives]
+    result.summaries[VARIABLE] = normalized
+    if spread is not None:
+        result.summaries["bound"] = spread
+    result.epilogue[out_name] = {VARIABLE: (normalized, spread)}
+    result.contexts[out_name] = ctx
+    # element-wise over the output's elements, with the family's variables and the inputs
+    result.unspecified[out_name] = output_rule_masks(spec, out_name, out_type, ctx, shape)
+    return result
+
+
+def _epilogue_context(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], normalized: np.ndarray):
+    """The spec expression's context per output element: the inputs broadcast (right-aligned) to
+    the output's Sizes, an absent one as its absent value, and `normalized`."""
+    shape = normalized.shape
+    variables: dict[str, object] = {}
+    for var in spec.formula.inputs:
+        value = np.asarray(inputs[var])
+        if value.ndim:
+            value = value.reshape((1,) * (len(shape) - value.ndim) + value.shape) if value.ndim < len(shape) else value
+            variables[var] = np.broadcast_to(value, shape)
+        else:
+            variables[var] = value
+    variables[VARIABLE] = normalized
+    types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
+    return formula_context(spec, types, variables, descriptor.attributes)
 
 
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
@@ -122,6 +312,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     call = one_input(spec, descriptor, inputs)
     var, x, out_name, out_type = call.var, call.x, call.out_name, call.out_type
     groups = _Groups(spec, descriptor, x.shape)
+    if groups.mode in ACCUMULATING:
+        return _accumulating(spec, descriptor, inputs)
     grouped = groups.group(x)
     output, exact = _outputs(grouped, groups.mode, out_type)
     result = FamilyResult({out_name: groups.back(output)})
@@ -231,6 +423,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     call = one_input(spec, descriptor, inputs)
     x, out_name, out_type = call.x, call.out_name, call.out_type
     groups = _Groups(spec, descriptor, x.shape)
+    if groups.mode in ACCUMULATING:
+        return _edge_of_bound(spec, descriptor, inputs, rng)
     if groups.mode == "hardmax" or not out_type.is_float or x.dtype.kind != "f":
         return compute(spec, descriptor, inputs).outputs
     widen = out_type.numpy == np.float16 and rng.random() < 0.5
@@ -240,6 +434,42 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     if widen:  # FLOAT32 to FLOAT16: toward zero or to nearest (§3.2.2)
         values = _toward_zero(values) if rng.random() < 0.5 else values.astype(np.float16)
     return {out_name: groups.back(values.astype(out_type.numpy))}
+
+
+def _moved(exact: np.ndarray, atol: np.ndarray, dtype: np.dtype, sign: float) -> np.ndarray:
+    """`exact` moved by EDGE of `atol` the `sign` way, in `dtype`, rounded towards `exact` so that it
+    stays inside; an infinite or zero bound, or a non-finite exact value, leaves the exact value."""
+    usable = np.isfinite(atol) & (atol > 0) & np.isfinite(exact)
+    with np.errstate(all="ignore"):
+        room = EDGE * atol
+        moved = np.where(usable, exact + sign * room, exact).astype(dtype)
+        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
+        inward = np.nextafter(moved, exact.astype(dtype))
+        return np.where(beyond, inward, np.where(usable, moved, exact.astype(dtype))).astype(dtype)
+
+
+def _edge_of_bound(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
+                   rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """An accumulating mode's legal device: lp's output, or mean_variance's `normalized` (then the
+    spec's expression over it, exactly, rounded to nearest), moved from the exact value to EDGE of
+    the spec's bound, up or down at random per case."""
+    result = compute(spec, descriptor, inputs)
+    out_name = spec.formula.output
+    sign = 1.0 if rng.random() < 0.5 else -1.0
+    if out_name in result.bounds:
+        exact, atol = result.bounds[out_name]
+        return {**result.outputs, out_name: _moved(exact, atol, result.outputs[out_name].dtype, sign)}
+    if out_name not in result.epilogue:
+        return result.outputs
+    normalized, spread = result.epilogue[out_name][VARIABLE]
+    if spread is None:
+        return result.outputs
+    moved = _moved(normalized, spread, np.dtype(np.float64), sign)
+    ctx = _epilogue_context(spec, descriptor, inputs, moved)
+    out = result.outputs[out_name]
+    with np.errstate(all="ignore"):
+        value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), out.shape)
+        return {**result.outputs, out_name: value.astype(out.dtype)}
 
 
 PLUGIN = FamilyPlugin(DECLARATIONS["normalize"], compute, legal_device)

@@ -13,6 +13,12 @@ channel c at the positions windowing gives; a position on the padding is no elem
   (prod(window_size)) where the spec's `include_padding` expression holds;
 - lp: (sum |x|^p)^(1/p) over the elements.
 
+An average whose spec expression reads the family's formula variable `xw` is an epilogue instead
+(a quantized average: integers less an `input_zero_point`, summed, then requantized by the
+expression): the plug-in gives the exact window sum `xw` and its `divisor`, and the expression is
+judged under the element-wise precision model as the window family's dot product is
+(harness.reference.families.matmul.dot_epilogue), so its scales, rounding and clamp stay data.
+
 A window that reads no input element (all padding) gives the combine's identity here (max: -inf or
 the type's minimum; average and lp: 0) and `empty_window` tells the spec's rules; `ties` counts the
 elements equal to a max window's largest. Both are element variables; a spec's `unspecified`
@@ -35,6 +41,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
+from harness.reference.families.matmul import _to_rank, dot_epilogue
 from harness.reference.families.reduce import _extreme
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyResult, evaluate_bound, flush_f32_denormals,
                                                 type_bound_variables)
@@ -182,11 +189,50 @@ def _outputs(spec: OperatorSpec, descriptor: Descriptor, w: _Windows, combine: s
 WindowsOf = Callable[[OperatorSpec, Descriptor, np.ndarray], _Windows]
 
 
+SUM_VARIABLE, DIVISOR_VARIABLE = "xw", "divisor"  # the family's formula variables an average's epilogue reads
+
+
+def _epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> FamilyResult:
+    """An average whose expression reads `xw`: the exact sum of each window's input elements less the
+    family's `input_zero_point` (broadcast right-aligned, leading 1s beyond the input's rank dropped;
+    absent: the formula's absent value), and its divisor, handed to the expression as the window
+    family's dot product is. Integers less integers are exact in float64, and so is their sum; a
+    padded position is no element (it reads as the zero point: zero once dequantized)."""
+    family = spec.formula.family
+    assert family is not None
+    p = family.params
+    var = next(v for v, t in spec.formula.inputs.items() if t == p["input"])
+    with np.errstate(invalid="ignore"):
+        x = np.asarray(inputs[var]).astype(np.float64)
+        operands: tuple[str, ...] = (p["input"],)
+        if "input_zero_point" in p:
+            zp_var = next(v for v, t in spec.formula.inputs.items() if t == p["input_zero_point"])
+            x = x - _to_rank(np.asarray(inputs[zp_var]).astype(np.float64), x.ndim)
+            operands += (p["input_zero_point"],)
+    w = _windows(spec, descriptor, x)
+    names, facts = expression_scope(spec, descriptor)
+    include = family.expression("include_padding")
+    count = w.valid.sum(axis=-1).astype(np.float64)  # {P}
+    divisor = (np.full_like(count, float(prod(w.kernel))) if include is not None and include.evaluate(names, facts)
+               else count)
+    with np.errstate(all="ignore"):
+        total = np.where(w.valid, w.values, 0.0).sum(axis=-1).reshape(w.out_shape)
+        sum_abs = np.where(w.valid, np.abs(w.values), 0.0).sum(axis=-1).reshape(w.out_shape)
+    shape = w.out_shape
+    element_facts = {DIVISOR_VARIABLE: np.broadcast_to(divisor, w.values.shape[:-1]).reshape(shape),
+                     "empty_window": np.broadcast_to(~w.valid.any(axis=-1), w.values.shape[:-1]).astype(np.int64).reshape(shape),
+                     "ties": np.ones(shape, dtype=np.int64)}
+    return dot_epilogue(spec, descriptor, inputs, SUM_VARIABLE, operands, total, sum_abs, sum_abs,
+                        int(prod(w.kernel)), None, element_facts)
+
+
 def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
             windows: WindowsOf | None = None) -> FamilyResult:
     family = spec.formula.family
     assert family is not None
     combine = family.params["combine"]
+    if combine == "average" and SUM_VARIABLE in spec.formula.expression.names:
+        return _epilogue(spec, descriptor, inputs)
     build = windows or _windows
     var = next(v for v, t in spec.formula.inputs.items() if t == family.params["input"])
     x = np.asarray(inputs[var])

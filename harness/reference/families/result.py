@@ -13,7 +13,7 @@ import numpy as np
 from harness.model.descriptor import Descriptor
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
-from harness.spec.expr import Formula
+from harness.spec.expr import EvalContext, Formula
 from harness.spec.families import FamilyDeclaration
 from harness.spec.model import OperatorSpec
 
@@ -73,6 +73,22 @@ def rule_hits(spec: OperatorSpec, descriptor: Descriptor, variables: dict[str, n
             yield rule.id, np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
 
 
+def output_rule_masks(spec: OperatorSpec, out_name: str, out_type: DataType, ctx: EvalContext,
+                      shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The spec's `unspecified` rules that concern `out_name` in `out_type`, each evaluated
+    element-wise over the output's own elements (`ctx` holds the family's per-element variables,
+    such as a dot product or a normalised value) and broadcast to `shape`; only the rules that
+    hold somewhere. For the families whose rules read the output's elements, not the input's."""
+    masks = {}
+    for rule in spec.unspecified:
+        if rule.concerns(out_name, out_type.name):
+            with np.errstate(all="ignore"):
+                hit = np.broadcast_to(np.asarray(rule.when.evaluate(ctx), dtype=bool), shape)
+            if hit.any():
+                masks[rule.id] = hit
+    return masks
+
+
 F32_SMALLEST_NORMAL = 2.0 ** -126
 
 
@@ -90,7 +106,6 @@ def evaluate_bound(atol: Formula, variables: dict[str, object], shape: tuple[int
     """A spec's bound formula per output element (float64, `shape`). An element whose inputs hold a
     NaN (`nan_in`) gets no slack: IEEE propagates it through every arithmetic step; a bound that is
     itself NaN (inf * 0 in the formula) is no slack either."""
-    from harness.spec.expr import EvalContext
     with np.errstate(all="ignore"):
         bound = np.broadcast_to(np.asarray(atol.evaluate(EvalContext(variables=variables)), dtype=np.float64), shape)
     if nan_in is not None:
