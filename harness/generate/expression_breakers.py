@@ -266,6 +266,17 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     reads = next((c.reads for c in spec.constraints if c.rule_id == rule and c.rule in ("expression", "shape")), frozenset())
     ordered = sorted(patterns.values(), key=lambda p: any(p[0].get(n) is None for n in reads))
     derived = {c.tensors[0] for c in spec.shape_rules}
+    # the default attributes, else each member of an enum field in turn (a default of 0 may be
+    # a member no valid descriptor has: QuantizationType NONE)
+    choices: list[dict[str, int]] = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
+                                          for v in f.enum.values()]
+    # a scalar whose 0 no valid descriptor holds (a scale factor of at least 1) and that has no
+    # default: its first ordinary value, with each of the choices above
+    firsts = {f.name: int(spec.attribute_values[f.name]["ordinary"][0]) for f in spec.attribute_fields
+              if f.default is None and not f.enum and f.c_type in ("UINT", "INT") and not f.is_count
+              and spec.attribute_values.get(f.name, {}).get("ordinary")}
+    if firsts:
+        choices += [{**firsts, **choice} for choice in choices]
     # sizes 2, 3, 2, ...; then the same behind leading 1s, for a rule that only such a descriptor
     # keeps (an effective rank of at most 2: every size before the last two is 1)
     for (types, dims), lead in [(p, lead) for p in ordered for lead in (False, True)]:
@@ -276,17 +287,6 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
             t = types[f.name]
             sizes = [1 if lead and i < dims - 2 else 2 + (i % 2) for i in range(dims)]
             tensors[f.name] = None if t is None else TensorDesc(t, sizes)
-        # the default attributes, else each member of an enum field in turn (a default of 0 may be
-        # a member no valid descriptor has: QuantizationType NONE)
-        choices: list[dict[str, int]] = [{}] + [{f.name: v} for f in spec.attribute_fields if f.enum and f.name != spec.variant_key
-                          for v in f.enum.values()]
-        # a scalar whose 0 no valid descriptor holds (a scale factor of at least 1) and that has no
-        # default: its first ordinary value, with each of the choices above
-        firsts = {f.name: int(spec.attribute_values[f.name]["ordinary"][0]) for f in spec.attribute_fields
-                  if f.default is None and not f.enum and f.c_type in ("UINT", "INT") and not f.is_count
-                  and spec.attribute_values.get(f.name, {}).get("ordinary")}
-        if firsts:
-            choices += [{**firsts, **choice} for choice in choices]
         for choice in choices:
             d = Descriptor(spec.name, {n: None if t is None else replace(t, sizes=list(t.sizes)) for n, t in tensors.items()},
                            {**spec.default_attributes(), **choice, **spec.variant_attributes(member)})
