@@ -350,6 +350,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         pytest_args.append(f"--directml-timeout={args.directml_timeout}")
     if args.directml_gpus is not None:
         pytest_args.append(f"--directml-gpus={args.directml_gpus}")
+    pytest_args.append(f"--hang-probes={args.hang_probes}")
     if args.shard is not None:  # resolved here (auto: from the CI variables), so every worker gets the same
         import os
         from harness.run.shard import parse_shard
@@ -601,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--exhaustive", action="store_true", help="add the chunked fp32 sweeps")
     run.add_argument("--profile", choices=["ci", "dev", "thorough"], default="ci", help="Hypothesis profile (default: ci)")
     run.add_argument("--workers", default="auto", help="pytest-xdist workers (default: auto; 0 = in process)")
+    run.add_argument("--hang-probes", choices=("last", "skip"), default="last",
+                     help="known hangs' probes: `last` (default) after every other cell, so that a hung GPU channel "
+                          "stalls nothing else; `skip` leaves them out, each recorded unsupported (not probed)")
     run.add_argument("--directml-timeout", type=float, default=None,
                      help="seconds one DirectML case may take before its runner is stopped and restarted (default 60)")
     run.add_argument("--directml-gpus", default=None,

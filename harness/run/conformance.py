@@ -7,6 +7,8 @@ its cell's completion marker with the number of cases it ran, which the gate che
 plan and the records."""
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -24,7 +26,8 @@ from harness.judge.diff import FAILURES, UNSPECIFIED, UNSUPPORTED
 from harness.judge.expectations import EXPECTED_DIVERGENCE
 from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
-from harness.run.case import hang_probe_limit, run_case, run_cases
+from harness.run.case import case_data_type, hang_probe_limit, run_case, run_cases
+from harness.run.results import CaseRecord
 from harness.run.drawn import drawn_cases
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.generate.sweeps import sweep_case
@@ -220,6 +223,29 @@ def test_sweep(request: pytest.FixtureRequest, sweep_cell: tuple) -> None:
     tally.finish(request)
 
 
+def _before_a_hang_probe(request: pytest.FixtureRequest, backend_name: str, spec, case, item) -> None:
+    """A known hang's probe: not sent at all under --hang-probes skip (recorded unsupported: not
+    probed, never a pass); otherwise sent once every other cell of the run has finished
+    (harness.run.hang_probes), so that the hung channel's teardown stalls nothing else."""
+    from harness.run.hang_probes import barrier_dir, wait_for_other_cells
+    config = _config(request)
+    if request.config.getoption("hang_probes") == "skip":
+        record = CaseRecord(backend=backend_name, operator=spec.name, feature_level=case.feature_level,
+                            data_type=case_data_type(spec, case), kind="probe", status=UNSUPPORTED, case_id=case.case_id,
+                            summary=(f"the probe of {item.id} (a known hang) was not sent: --hang-probes skip; whether "
+                                     "this device still hangs there is not checked in this run"),
+                            test_id=request.node.nodeid, tags=["not-run"], expectation=item.id)
+        config.dml_writer.write(record)
+        config.dml_cells.finished(request.node.nodeid, 1)
+        label_status(record.status)
+        pytest.skip(f"{status_tag(UNSUPPORTED)} {record.summary}")
+    others: frozenset[str] = getattr(config, "dml_before_hang_probes", frozenset())
+    missing, waited = wait_for_other_cells(barrier_dir(Path(request.config.getoption("reports_dir")), config.dml_run_id), others)
+    if missing:
+        warnings.warn(f"{item.id}: {missing} other cell(s) had not finished after {waited:.0f} s (a worker stopped in "
+                      "one?): its probe is sent anyway")
+
+
 def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) -> None:
     """Each known divergence must still reproduce on its probe; if it no longer does, it is stale."""
     from harness.judge.expectations import STALE, probe_case
@@ -234,6 +260,8 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     case = probe_case(item, specs, device_level(backend, specs))
     assert case is not None  # a probe cell is an expectation with a probe (harness.run.plugin)
     label_test(backend_name, item.operator, case.feature_level, None, "probe", spec.path, {"backend": backend_name, "expectation": item.id})
+    if item.hangs:
+        _before_a_hang_probe(request, backend_name, spec, case, item)
     with hang_probe_limit(backend, item.hangs):
         # a known hang's own probe is what runs its descriptor; another divergence's probe whose
         # descriptor this device hangs on is not sent (it would only show the hang, and each hang

@@ -17,7 +17,7 @@ marker when it ends normally (harness.run.manifest); the gate refuses a run with
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generator, Protocol, cast
+from typing import TYPE_CHECKING, Any, Callable, Generator, Protocol, cast
 
 if TYPE_CHECKING:
     from harness.judge.expectations import ExpectationSet
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 import os
 import signal
+import shutil
 import socket
 import sys
 import threading
@@ -37,6 +38,7 @@ import pytest
 from hypothesis import settings
 
 from harness.run.allocator import keep_freed_memory
+from harness.run.hang_probes import HANG_PROBE_CHOICES, barrier_dir, hang_probe_expectation, move_hang_probes_last, note_finished
 from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
 from harness.run.results import ResultWriter
@@ -78,6 +80,7 @@ class DmlConfig(Protocol):
     dml_shard: Shard | None
     dml_shard_durations: dict[str, float]
     dml_full_cells: list[PlannedCell]
+    dml_before_hang_probes: frozenset[str]  # the planned cells a known hang's probe waits for
 
     def getoption(self, name: str, default: Any = ..., skip: bool = ...) -> Any: ...
 
@@ -132,6 +135,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Allure attachments and report: `failures` (default) for failures and divergences only, "
                          "`full` adds passing cases' attachments (the liberties they took) and the passing tests "
                          "to the HTML report (docs/reports.md)")
+    group.addoption("--hang-probes", choices=HANG_PROBE_CHOICES, default="last",
+                    help="the probes of known hangs (expectations marked `hangs`): `last` (default) sends them after "
+                         "every other cell of the run has finished, so that a GPU stalled by a hung channel stalls "
+                         "nothing else; `skip` does not send them (each recorded unsupported: not probed)")
     group.addoption("--shard", default=None,
                     help="run only shard I of N (I/N, 1-based) of the collected cells, or `auto`: the index from CI variables "
                          "(GitLab CI_NODE_INDEX/CI_NODE_TOTAL, Kubernetes JOB_COMPLETION_INDEX with DMLCONFORM_SHARD_TOTAL); "
@@ -332,6 +339,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _DURATIONS[report.nodeid] = max(0.0, float(report.duration))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A planned cell is finished, whatever its outcome (skipped too): noted for the known hangs'
+    probes, which wait for every other cell (harness.run.hang_probes)."""
+    config = cast(DmlConfig, item.config)
+    if item.nodeid in getattr(config, "dml_before_hang_probes", ()):
+        note_finished(barrier_dir(Path(config.getoption("reports_dir")), config.dml_run_id), config.dml_worker, item.nodeid)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist: every worker writes under the controller's run id."""
@@ -376,13 +392,22 @@ def _drawing_group(test_id: str, cell: PlannedCell | None) -> str:
     return f"{cell.kind}|{cell.operator}|{cell.level}|{cell.subject}"
 
 
+def _is_hang_probe(config: Any) -> Callable[[pytest.Item], bool]:
+    """Whether a collected test is a known hang's probe (harness.run.hang_probes)."""
+    expectations = getattr(config, "dml_expectations", {})
+    return lambda item: hang_probe_expectation(item, expectations) is not None
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """--shard I/N: this shard's items kept, the other shards' deselected (harness.run.shard.partition:
+    """The known hangs' probes moved after every other test (harness.run.hang_probes), then
+    --shard I/N: this shard's items kept, the other shards' deselected (harness.run.shard.partition:
     the same answer on every xdist worker and every machine). Last of the collection hooks, so
     that the full plan is what -k, -m and the other plugins left; the full plan's cells are kept
     for the shard's plan (pytest_collection_finish)."""
     run = cast(DmlConfig, config)
+    if getattr(config, "dml_is_run", False):
+        move_hang_probes_last(items, _is_hang_probe(config))
     shard = getattr(run, "dml_shard", None)
     if shard is None:
         return
@@ -417,7 +442,8 @@ def _run_options(config: DmlConfig, max_examples: int) -> dict[str, str]:
             "hypothesis_seed": str(config.getoption("hypothesis_seed", default=None) or ""),
             "directml_dll": str(config.getoption("directml_dll") or ""),
             "directml_exec_flags": str(config.getoption("directml_exec_flags") or ""),
-            "directml_timeout": str(config.getoption("directml_timeout"))}
+            "directml_timeout": str(config.getoption("directml_timeout")),
+            "hang_probes": str(config.getoption("hang_probes"))}
 
 
 def _shard_block(config: DmlConfig, max_examples: int) -> dict[str, Any] | None:
@@ -459,6 +485,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     max_examples = config.getoption("max_examples") or settings().max_examples
     cells = [c for c in (_planned_cell(i, max_examples) for i in session.items) if c is not None]
+    hang_probe = _is_hang_probe(config)
+    config.dml_before_hang_probes = frozenset(i.nodeid for i in session.items
+                                              if not hang_probe(i) and _planned_cell(i, max_examples) is not None)
     backends = {name: _backend_entry(config, name) for name in config.dml_names}
     write_plan(Path(config.getoption("reports_dir")) / "results", config.dml_worker, config.dml_run_id, cells, backends,
                host=socket.gethostname(), shard=_shard_block(config, max_examples))
@@ -477,6 +506,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if not _STARTED:  # nothing ran: pytest_unconfigure gives the last run back
             return
         _write_durations(Path(config.getoption("reports_dir")) / "results")
+        shutil.rmtree(barrier_dir(Path(config.getoption("reports_dir")), config.dml_run_id).parent, ignore_errors=True)
         normal_end = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and _RECORDING_FAILED is None
         _finish_records(Path(config.getoption("reports_dir")), compress=normal_end)
         # the last run's Allure results, packed by its `dmlconform report`: this run's replace them

@@ -188,3 +188,82 @@ def test_a_known_hangs_probe_waits_at_most_the_probe_limit_and_the_limit_comes_b
     assert slow.timeout == 60.0
     with hang_probe_limit(_Scripted({}), True):  # a backend without a limit
         pass
+
+
+# --- known hangs' probes after every other cell, or not sent ----------------------------------------
+
+def test_known_hang_probes_go_after_every_other_test_each_group_in_its_order():
+    from harness.run.hang_probes import move_hang_probes_last
+    items = ["a", "hang-1", "b", "c", "hang-2", "d"]
+    assert move_hang_probes_last(items, lambda item: item.startswith("hang")) == 2
+    assert items == ["a", "b", "c", "d", "hang-1", "hang-2"]
+    unchanged = ["a", "b"]
+    assert move_hang_probes_last(unchanged, lambda item: False) == 0 and unchanged == ["a", "b"]
+
+
+def test_a_hang_probe_waits_for_every_other_cell_and_no_longer_than_a_stall(tmp_path):
+    from harness.run.hang_probes import finished_test_ids, note_finished, wait_for_other_cells
+    note_finished(tmp_path, "gw0", "t1")
+    note_finished(tmp_path, "gw1", "t2")
+    (tmp_path / "gw1.jsonl").open("a").write('"t3')  # a line being written: not read yet
+    assert finished_test_ids(tmp_path) == {"t1", "t2"}
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # another worker finishes t3 while this one waits
+        slept.append(seconds)
+        now[0] += seconds
+        if len(slept) == 3:
+            (tmp_path / "gw1.jsonl").open("a").write('"\n')
+    assert wait_for_other_cells(tmp_path, ["t1", "t2", "t3"], clock=lambda: now[0], sleep=sleep) == (0, 1.5)
+    # a worker that died in t4 never notes it: the probe waits for progress, then goes on
+    now[0], slept[:] = 0.0, []
+    missing, waited = wait_for_other_cells(tmp_path, ["t1", "t4"], stall_seconds=10, clock=lambda: now[0], sleep=sleep)
+    assert (missing, waited) == (1, 10.0)
+
+
+HANG_PROBE_RUN = """backend: numpy
+expectations:
+  - id: numpy-sign-int16-hangs
+    operator: ELEMENT_WISE_SIGN
+    status: crashed
+    devices: [dmlconform-reference]
+    hangs: true
+    data_types: [INT16]
+    reason_contains: "hang in execute"
+    why: a made-up hang, to see where its probe runs
+    probe:
+      types: {InputTensor: INT16, OutputTensor: INT16}
+      inputs: {InputTensor: [1, -1]}
+"""
+
+
+@pytest.mark.parametrize("mode", ["last", "skip"])
+def test_a_runs_known_hang_probe_is_its_last_test_or_not_sent(tmp_path, mode):
+    """Through the CLI: the probe is the run's last test (the reference does not hang, so the
+    made-up hang is stale there: the run fails, as it must); under skip it is not sent, recorded
+    unsupported and named by the gate as not probed, and the run passes."""
+    import xml.etree.ElementTree as ET
+
+    from harness.cli import main
+    from harness.report.gate import evaluate_gate
+    from harness.run.manifest import load_manifest
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "numpy.yaml").write_text(HANG_PROBE_RUN)
+    reports = tmp_path / "reports"
+    code = main(["run", "--operator", "ELEMENT_WISE_SIGN", "--backend", "numpy", "--workers", "0", "--max-examples", "2",
+                 "--expectations-dir", str(expectations), "--reports-dir", str(reports), "--hang-probes", mode])
+    names = [case.get("name") for case in ET.parse(reports / "junit.xml").iter("testcase")]
+    probe = "test_expectation_probe[numpy-sign-int16-hangs-numpy]"
+    assert names[-1] == probe and names.count(probe) == 1 and len(names) > 10
+    [record] = [r for r in read_records(reports / "results") if r.kind == "probe"]
+    verdict = evaluate_gate(list(read_records(reports / "results")), load_manifest(reports / "results"), expectations)
+    if mode == "last":
+        assert code == 1 and record.status == "stale-expectation"
+        assert not verdict.passed
+    else:
+        assert code == 0 and record.status == "unsupported" and "not-run" in record.tags
+        assert "--hang-probes skip" in record.summary
+        assert verdict.passed
+        assert any("not probed in this run" in line and "numpy:numpy-sign-int16-hangs" in line for line in verdict.summary)
