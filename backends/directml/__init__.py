@@ -115,6 +115,7 @@ class DirectMLBackend:
         self._failed_starts = 0
         self._gave_up: str | None = None  # why the runner is not started again
         self._hung: dict[str, str] = {}  # descriptor key -> the hang it caused (see _remember_hang)
+        self._hung_families: dict[tuple, list[str]] = {}  # (operator, tensor types) -> its hangs (_remember_hang)
 
     # --- availability ------------------------------------------------------------------------
     def vulkan(self) -> VulkanDriver | None:
@@ -370,8 +371,9 @@ class DirectMLBackend:
                 results[i] = (Unsupported(why), Timing())
                 continue
             header, buffers = self.request_for(case)
-            if len(cases) > 1 and header["key"] in self._hung:
-                results[i] = (Crashed(self._hung[header["key"]]), Timing())
+            why = self._not_sent(header) if len(cases) > 1 else None
+            if why is not None:
+                results[i] = (Crashed(why), Timing())
                 continue
             pending.append((i, header, buffers))
         for chunk in _chunks(pending):
@@ -393,14 +395,29 @@ class DirectMLBackend:
         if answered is not None:
             return [(i, result) for (i, _, _), result in zip(chunk, answered)]
         if culprit is None:
-            return [(i, (Crashed(self._hung[header["key"]]), Timing()) if header["key"] in self._hung
-                     else self._remember_hang(header, self._timed_send(header, buffers))) for i, header, buffers in chunk]
+            out: list[tuple[int, TimedResult]] = []
+            for i, header, buffers in chunk:  # one by one, in order: each hang found is known to the next
+                why = self._not_sent(header)
+                out.append((i, (Crashed(why), Timing()) if why is not None
+                            else self._remember_hang(header, self._timed_send(header, buffers))))
+            return out
         position, crashed = culprit
         self._remember_hang(chunk[position][1], crashed)
-        rest = [entry for entry in chunk[:position] + chunk[position + 1:] if entry[1]["key"] not in self._hung]
-        skipped = [(i, (Crashed(self._hung[header["key"]]), Timing())) for i, header, _ in chunk[position + 1:] + chunk[:position]
-                   if header["key"] in self._hung]
+        others = chunk[:position] + chunk[position + 1:]
+        rest = [entry for entry in others if self._not_sent(entry[1]) is None]
+        skipped = [(i, (Crashed(why), Timing())) for i, header, _ in others if (why := self._not_sent(header)) is not None]
         return [(chunk[position][0], crashed)] + skipped + self._run_chunk(rest)
+
+    def _not_sent(self, header: dict) -> str | None:
+        """Why a case of a batch is not sent, or None: its descriptor hung earlier in this run, or
+        FAMILY_HANGS other descriptors of its operator and tensor types did (_family)."""
+        if header["key"] in self._hung:
+            return self._hung[header["key"]]
+        family = self._hung_families.get(_family(header), [])
+        if len(family) >= FAMILY_HANGS:
+            return (f"not run: {len(family)} other descriptors of this operator with these tensor types hung the device "
+                    f"earlier in this run ({family[0][:300]})")
+        return None
 
     def _remember_hang(self, header: dict, answer: TimedResult) -> TimedResult:
         """After a case hung: its descriptor is not sent again in a batch of this run (the other
@@ -409,6 +426,8 @@ class DirectMLBackend:
         alone (a rerun, a replay) is always sent."""
         result = answer[0]
         if isinstance(result, Crashed) and "(hang" in result.reason:
+            if header["key"] not in self._hung:
+                self._hung_families.setdefault(_family(header), []).append(result.reason)
             self._hung[header["key"]] = (f"not run: its descriptor hung the device on an earlier case of this run "
                                          f"({result.reason[:300]})")
         return answer
@@ -512,6 +531,19 @@ def _stages(reply: dict) -> dict[str, float]:
     if not isinstance(raw, dict):
         return {}
     return {str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float)) and 0 <= v < 1e7}
+
+
+FAMILY_HANGS = 2  # distinct descriptors of one operator and tensor types that hung: its other descriptors are not batched
+
+
+def _family(header: dict) -> tuple:
+    """An operator with its tensors' data types: on an NVIDIA H200 every descriptor of such a
+    family hung once one did (LP_NORMALIZATION, MEAN_VARIANCE_NORMALIZATION FLOAT32 and FLOAT16,
+    2026-11-28), and a valid cell of ten descriptors cost ten timeouts, ten reruns and their GPU
+    channels' teardowns, five minutes of one worker, before the family was a known hang. After
+    FAMILY_HANGS of its descriptors hung, the family's other cases are recorded `crashed` without
+    being sent (a failure still: a new hang fails the gate); one asked for alone is sent."""
+    return (header["op_type"], tuple(t.get("data_type") for t in header["tensors"]))
 
 
 def _chunks(pending: list[tuple[int, dict, list[bytes]]]):

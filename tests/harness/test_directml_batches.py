@@ -156,3 +156,22 @@ def test_a_full_cache_never_evicts_an_operator_its_own_batch_uses():
     assert np.frombuffer(second[0][0].buffers["OutputTensor"][:3], np.int8).tolist() == [-1, 0, 1]
     assert np.frombuffer(second[1][0].buffers["OutputTensor"][:10], np.int16).tolist() == [1, -1, 0, 1, 1]
     assert "compile" not in second[0][1].stages  # a's operator was found in the cache, not rebuilt
+
+
+def test_after_two_descriptors_of_a_family_hung_its_other_descriptors_are_not_batched():
+    """An operator with the same tensor types: once two of its descriptors hung, a third is not
+    sent in a batch (crashed, saying why); another type is; one asked for alone still is."""
+    first, second, third = _sign([-3, 0, 1]), _sign([1, 2, 3, 4]), _sign([5, 6])
+    other_type = _sign([1, -1], "INT16")
+    backend = _backend(timeout=5)
+    _with_hook(backend, {first.case_id: "execute", second.case_id: "execute"})
+    try:
+        answers = backend.run_batch([first, second, third, other_type])
+        alone = backend.run(third)
+    finally:
+        backend.close()
+    assert all(isinstance(a[0], Crashed) and "hang in execute" in a[0].reason for a in answers[:2]), answers[:2]
+    skipped = answers[2][0]
+    assert isinstance(skipped, Crashed) and skipped.reason.startswith("not run: 2 other descriptors of this operator")
+    assert isinstance(answers[3][0], Outputs)
+    assert isinstance(alone, Outputs)
