@@ -1,7 +1,8 @@
 """No input crashes the harness: hostile case files and matrix files are one clear line and exit 2.
 
-Every hostile case file below goes through `dmlconform replay FILE --backend B` in a subprocess
-for B = numpy, onnxruntime and (where `dmlconform backends` says it is available) directml; each
+Every hostile case file below goes through `dmlconform replay FILE --backend B` (the CLI's main,
+in a few batch processes: tests/harness/cli_batch.py; a batch that dies runs again one process
+per command line) for B = numpy, onnxruntime and (where `dmlconform backends` says it is available) directml; each
 must exit 2 with exactly one line, `cannot use case file FILE: key: message`, no traceback and no
 signal. Before these checks, short buffers and huge strides segfaulted every backend's read path
 (exit 139), and malformed files gave KeyError/TypeError/yaml tracebacks.
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -353,23 +355,52 @@ def hostile_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile")
 
 
+def _batch(commands: list[list[str]], futures: list[Future]) -> None:
+    """The command lines in one process (tests/harness/cli_batch.py); where that process does not
+    answer (a segfault, an abort: what only a process boundary shows), each in its own process."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tests.harness.cli_batch"], cwd=ROOT, input=json.dumps(commands),
+                              capture_output=True, text=True, timeout=600)
+        answers = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        answers = None
+    for i, (argv, future) in enumerate(zip(commands, futures)):
+        try:
+            if answers is not None:
+                a = answers[i]
+                future.set_result(subprocess.CompletedProcess(argv, a["code"], a["stdout"], a["stderr"]))
+            else:
+                future.set_result(_cli(*argv))
+        except BaseException as exc:  # noqa: BLE001 - the test that reads it fails with it
+            future.set_exception(exc)
+
+
 @pytest.fixture(scope="module")
 def cli_results(hostile_dir) -> dict[tuple[str, str], Future]:
-    """Every replay and compare of this module, started together on a small pool (each is a fresh
-    Python process; run one after the other they would take minutes)."""
+    """Every replay and compare of this module, run through the CLI's `main` in a few batch
+    processes at once (a fresh interpreter per command line took most of this module's two
+    minutes); `backends` in a process of its own, as a user runs it."""
     paths = {h.id: h.write(hostile_dir) for h in HOSTILE}
     matrix_dir = hostile_dir / "matrices"
     matrix_dir.mkdir()
-    pool = ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2)))
-    results: dict[tuple[str, str], Future] = {("backends", ""): pool.submit(_cli, "backends")}
+    commands: dict[tuple[str, str], list[str]] = {}
     for h in HOSTILE:
         for backend in _backends_for(h):
-            results[(h.id, backend)] = pool.submit(_cli, "replay", str(paths[h.id]), "--backend", backend)
+            commands[(h.id, backend)] = ["replay", str(paths[h.id]), "--backend", backend]
     for m in HOSTILE_MATRICES:
         base, new = m.write(matrix_dir)
         if m.id == "directory":
             (new if m.position == "new" else base).mkdir()
-        results[("compare", m.id)] = pool.submit(_cli, "compare", str(base), str(new))
+        commands[("compare", m.id)] = ["compare", str(base), str(new)]
+    pool = ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2)) + 1)
+    results: dict[tuple[str, str], Future] = {("backends", ""): pool.submit(_cli, "backends")}
+    results.update({key: Future() for key in commands})
+    keys = list(commands)
+    batches = max(2, os.cpu_count() or 2)
+    for b in range(batches):
+        chosen = keys[b::batches]
+        if chosen:
+            pool.submit(_batch, [commands[k] for k in chosen], [results[k] for k in chosen])
     yield results
     pool.shutdown(wait=True, cancel_futures=True)
 

@@ -31,10 +31,11 @@ from tests.helpers import SPECS
 LEVEL = SPECS.catalog.newest_level.name
 HSIG = "ACTIVATION_HARD_SIGMOID"
 F32 = {"InputTensor": "FLOAT32", "OutputTensor": "FLOAT32"}
-# 4 valid batches of 3 data sets and one invalid case for each of the first 4 rules, per operator
-# and backend: the round trip and the fresh-backend replay are the same code for every operator,
-# and a hundred operators at 12 batches and 6 rules took 20 CPU-minutes of make test
-SAMPLE = settings(max_examples=4, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+# 2 valid batches of 3 data sets and one invalid case for each of the first 3 rules, per operator
+# and backend: the round trip and the fresh-backend replay are the same code for every operator
+# (each operator's own fields and attribute kinds go through it); a hundred operators at 12
+# batches and 6 rules took 20 CPU-minutes of make test, 156 at 4 and 4 about 3.5
+SAMPLE = settings(max_examples=2, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
 
 
@@ -116,7 +117,7 @@ def _sample(op: str) -> list[Case]:
     def valid(batch):
         cases.extend(batch)
     valid()
-    for rule in candidate_rules(spec)[:4]:
+    for rule in candidate_rules(spec)[:3]:
         if not rule_reachable(spec, LEVEL, rule):
             continue
 
