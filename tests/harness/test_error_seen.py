@@ -44,3 +44,27 @@ def test_a_family_bounds_share_counts_where_its_bound_is_finite():
     got = np.array([1.0 + 2.0 ** -20, 1.0 + 2.0 ** -10], dtype=np.float32)
     facts = SimpleNamespace(atol=None, bound_share=np.array([0.5, np.nan]))  # the second: an infinite bound
     assert _error_seen(Comparison("exact"), facts, want, got, np.ones(2, dtype=bool))[2] == 0.5
+
+
+
+def test_elements_the_docs_leave_unspecified_use_no_bound():
+    """DYNAMIC_QUANTIZE_LINEAR over FLOAT32's largest value and -1.19: the exact range exceeds
+    FLT_MAX, which the spec leaves unspecified (range_overflow). A scale of 1 there, 1.3e36 from the
+    exact one, says nothing of the family's bound: ONNX Runtime's records of such cases showed a
+    share of 10^6 (the cap) and a max_abs of 1.3e36 before the unspecified elements were left out."""
+    from harness.generate.cases import case_from_arrays
+    from harness.judge.diff import judge
+    from harness.model.backend import Outputs
+    from harness.model.descriptor import TensorDesc
+    from tests.helpers import SPECS
+    spec = SPECS.operator("DYNAMIC_QUANTIZE_LINEAR")
+    x = np.array([3.4028235e38, -1.19, 1.0, 2.0], np.float32).reshape(1, 1, 1, 4)
+    types = {"InputTensor": "FLOAT32", "OutputTensor": "UINT8", "OutputScaleTensor": "FLOAT32", "OutputZeroPointTensor": "UINT8"}
+    case = case_from_arrays(spec, "6.4", types, {"InputTensor": x}, layouts={
+        "OutputScaleTensor": TensorDesc("FLOAT32", [1, 1, 1, 1]), "OutputZeroPointTensor": TensorDesc("UINT8", [1, 1, 1, 1])})
+    out = {"OutputTensor": np.array([255, 0, 1, 1], np.uint8).tobytes(), "OutputScaleTensor": np.array([1.0], np.float32).tobytes(),
+           "OutputZeroPointTensor": np.array([0], np.uint8).tobytes()}
+    result = judge(spec, case, Outputs(out), True)
+    assert result.status == "diverges-on-unspecified", result.summary
+    assert "range_overflow" in result.summary
+    assert result.max_abs is None and result.bound_use is None
