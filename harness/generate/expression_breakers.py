@@ -259,7 +259,7 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
     # one cell per pattern of present tensors and dimension count, newest first: a rule over an
     # optional tensor (a matrix product's optional addend) is breakable only where that tensor is present
     patterns: dict[tuple, tuple] = {}
-    for types, dims, _ in reversed(coverage_plan(spec, level, member=member)):
+    for types, dims, *_ in reversed(coverage_plan(spec, level, member=member)):
         patterns.setdefault((tuple(t is None for t in types.values()), dims), (types, dims))
     # those with every tensor the rule reads present first: the answer is the same, found sooner
     # (a rule over optional zero-point tensors is breakable only where they are present)

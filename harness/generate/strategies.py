@@ -148,7 +148,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     catalog = spec.catalog
     if cell is None:
         cell = _draw_cell(draw, spec, level, data_type, members, present)
-    types, dim_count, member = PlanCell(*cell)
+    types, dim_count, member, slot = PlanCell(*cell)
     group = shape_group(spec)
     derived = {c.tensors[0] for c in spec.shape_rules}
     if (derived or len(spec.tensor_fields) == 1) and not group:
@@ -183,11 +183,15 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             sizes = [draw(ints(1, s)) if s >= 1 else s for s in sizes]  # anywhere from 1 up to the bound
         side = next((c.align for c in spec.shape_rules if c.tensors[0] == name and c.align), None)
         if side is not None:  # a broadcast operand: at each dimension count its table allows
-            planned = _realign_plan(spec, level, member, name).get((tuple(sorted(types.items())), dim_count))
+            plan = _realign_plan(spec, level, member, name)
+            planned = plan.get((tuple(sorted(types.items())), dim_count, slot))
+            # where the plan repeats cells (types.py _slots: more counts than cells), each cell keeps
+            # its count: a first valid draw that is not the first choice would leave a count to chance
+            fixed = planned is not None and any(key[2] for key in plan)
             if side == "left":  # trailing 1s left out or added: the same from the other end
-                sizes = _realigned(draw, sizes[::-1], *dim_range(spec, level, [name], member), planned)[::-1]
+                sizes = _realigned(draw, sizes[::-1], *dim_range(spec, level, [name], member), planned, fixed)[::-1]
             else:
-                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned)
+                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned, fixed)
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
@@ -327,7 +331,8 @@ def domain_reads(pool: AttributePool) -> set[str]:
 @lru_cache(maxsize=None)
 def _realign_plan(spec: OperatorSpec, level: str, member: str | None, name: str) -> dict[tuple, int]:
     """For each coverage-plan cell that has `name` (a broadcast operand whose shape rule aligns
-    right or left), the dimension count it is first drawn at, keyed by (sorted type items, dimension count).
+    right or left), the dimension count it is first drawn at, keyed by (sorted type items, dimension count,
+    slot).
     Chosen in plan order, greedily: the count that reaches the most (tensor, type, count) cells not
     yet reached, of `name` and of the tensors whose shape rule reads it (they take its count: a
     rule that all scales share AScaleTensor's DimensionCount); ties go round the range with the
@@ -344,11 +349,12 @@ def _realign_plan(spec: OperatorSpec, level: str, member: str | None, name: str)
         rotation = [lo + (index + k) % (hi - lo + 1) for k in range(hi - lo + 1)]
         count = max(rotation, key=lambda c: sum((x, types[x], c) not in reached for x in present))
         reached |= {(x, types[x], count) for x in present}
-        chosen[(tuple(sorted(types.items())), cell.dim_count)] = count
+        chosen[(tuple(sorted(types.items())), cell.dim_count, cell.slot)] = count
     return chosen
 
 
-def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int | None) -> list[int]:
+def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int | None,
+               fixed: bool = False) -> list[int]:
     """A broadcast operand's Sizes (its shape rule aligns right) at a dimension count drawn from
     its table's range `lo`..`hi`: leading 1s left out or added, so that every count the table lists
     is generated, not only the count of the tensor it broadcasts against. The first choice is the
@@ -362,7 +368,10 @@ def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int
     if least > hi:
         return sizes
     first = planned if planned is not None and least <= planned <= hi else least
-    count = draw(st.sampled_from([first, *(c for c in range(least, hi + 1) if c != first)]))
+    if fixed and first == planned:
+        count = first
+    else:
+        count = draw(st.sampled_from([first, *(c for c in range(least, hi + 1) if c != first)]))
     return sizes[len(sizes) - count:] if count <= len(sizes) else [1] * (count - len(sizes)) + sizes
 
 

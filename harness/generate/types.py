@@ -19,11 +19,13 @@ from harness.spec.model import OperatorSpec
 
 class PlanCell(NamedTuple):
     """One cell of the coverage plan: every tensor's type (None: an absent optional tensor), the
-    dimension count, and the variant key's member it is drawn for (None without a variant key)."""
+    dimension count, the variant key's member it is drawn for (None without a variant key), and
+    which of the assignment's repeated cells it is (`slot`: _slots)."""
 
     types: dict[str, str | None]
     dim_count: int
     member: str | None = None
+    slot: int = 0
 
 
 def _names(spec: OperatorSpec, member: str | None, level: str | None = None) -> dict[str, Any] | None:
@@ -233,13 +235,40 @@ def _build_plan(spec: OperatorSpec, level: str, data_type: str | None, member: s
     derived = {c.tensors[0] for c in spec.shape_rules}
     if derived and not group:  # as valid_descriptors: the free tensors take the cell's dimension count
         group = {f.name for f in spec.tensor_fields if f.name not in derived}
-    for types in valid_type_assignments(spec, level, member):
+    assignments = valid_type_assignments(spec, level, member)
+    ranges: dict[tuple[str, ...], tuple[int, int]] = {}
+    for types in assignments:
+        present = [n for n, t in types.items() if t is not None]
+        ranges[tuple(present)] = dim_range(spec, level, [n for n in present if n in group] or present, member)
+    slots = _slots(spec, level, member, assignments, ranges)
+    for types in assignments:
         if data_type is not None and primary_type(spec, types) != data_type:
             continue
-        present = [n for n, t in types.items() if t is not None]
-        lo, hi = dim_range(spec, level, [n for n in present if n in group] or present, member)
-        plan.extend(PlanCell(types, n, member) for n in range(lo, hi + 1))
+        lo, hi = ranges[tuple(n for n, t in types.items() if t is not None)]
+        plan.extend(PlanCell(types, n, member, slot) for slot in range(slots) for n in range(lo, hi + 1))
     return plan
+
+
+def _slots(spec: OperatorSpec, level: str, member: str | None, assignments: list[dict[str, str | None]],
+           ranges: dict[tuple[str, ...], tuple[int, int]]) -> int:
+    """How many times each type assignment's cells are planned: once, unless a broadcast operand
+    (a shape rule with `align`) lists more dimension counts for one of its types than the plan has
+    cells holding that type. Region tensors of 2 to 4 dimensions beside a 4-D input had one cell
+    per type, and a bounded run reached one count of three; each cell's count is then chosen by
+    strategies._realign_plan, so that repeated cells reach the others."""
+    realigned = {c.tensors[0] for c in spec.shape_rules if c.align}
+    cells: dict[tuple[str, str], int] = {}
+    for types in assignments:
+        lo, hi = ranges[tuple(n for n, t in types.items() if t is not None)]
+        for name in realigned:
+            if types.get(name) is not None:
+                key = (name, types[name] or "")
+                cells[key] = cells.get(key, 0) + hi - lo + 1
+    needed = 1
+    for (name, _), count in cells.items():
+        lo, hi = dim_range(spec, level, [name], member)
+        needed = max(needed, -(-(hi - lo + 1) // count))
+    return needed
 
 
 def reachable_cells(spec: OperatorSpec) -> set[tuple]:

@@ -60,7 +60,7 @@ def test_realign_plan_reaches_every_dimension_count_of_each_zero_point_type():
     for name in ("InputZeroPointTensor", "OutputZeroPointTensor", "InputScaleTensor"):
         lo, hi = dim_range(spec, "6.2", [name], None)
         plan = _realign_plan(spec, "6.2", None, name)
-        reached = {(cell.types[name], plan[(tuple(sorted(cell.types.items())), cell.dim_count)])
+        reached = {(cell.types[name], plan[(tuple(sorted(cell.types.items())), cell.dim_count, cell.slot)])
                    for cell in coverage_plan(spec, "6.2") if cell.types.get(name) is not None}
         types = {cell.types[name] for cell in coverage_plan(spec, "6.2") if cell.types.get(name) is not None}
         assert reached == {(t, c) for t in types for c in range(lo, hi + 1)}, name
