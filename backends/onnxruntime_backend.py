@@ -80,6 +80,8 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "quantized_node": ("op", "inputs"),  # and `domain`, `per_tensor`, optional
     "multi_output_node": ("op", "inputs", "results"),
     "resize": ("inputs", "modes"),  # the scales and offsets are the spec family's own (formula.family)
+    "roi_pool": ("inputs", "spatial_scale"),
+    "roi_align": ("inputs",),  # the scales, samples, offsets and modes are the spec family's own (formula.family)
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -245,7 +247,8 @@ class OnnxRuntimeBackend:
             "quantize_blocks": self._quantize_blocks, "tile": self._tile, "depth_space": self._depth_space,
             "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
             "normalize": self._normalize, "quantized_node": self._quantized_node,
-            "multi_output_node": self._multi_output_node, "resize": self._resize}
+            "multi_output_node": self._multi_output_node, "resize": self._resize, "roi_pool": self._roi_pool,
+            "roi_align": self._roi_align}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -785,7 +788,10 @@ class OnnxRuntimeBackend:
         round_prefer_ceil, floor(x + 0.5)); offsets of 0.5 each (or none) are coordinate mode
         half_pixel, 0 each asymmetric, anything else is unsupported (a rounding `direction`: Resize's floor or
         ceil), as is an output whose Sizes
-        differ from floor(input size * scale) (Resize derives its output's Sizes so)."""
+        differ from floor(input size * scale) (Resize derives its output's Sizes so). The family's
+        stretched (antialiased) linear dimensions are Resize's `antialias` (the same normalised tent
+        with the edges repeated), which stretches every downscale: only where the stretched
+        dimensions are all the downscaled ones."""
         spec, x, in_type, names = self._family_operand(entry, d, inputs)
         family = spec.formula.family
         if family is None or family.expression("scales") is None:
@@ -810,10 +816,17 @@ class OnnxRuntimeBackend:
         mode = entry["modes"].get(member)
         if mode is None:
             raise _Unsupported(f"no ONNX Resize mode for {member}")
+        wide_expr = family.expression("antialiased")
+        wide = [bool(w) for w in wide_expr.evaluate(*scope)] if wide_expr is not None and mode == "linear" else []
+        if any(wide) and any(s < 1 and not w for s, w in zip(scales, wide)):
+            raise _Unsupported("a downscale the spec does not stretch next to one it does: ONNX Resize's antialias "
+                               "stretches every dimension whose scale is below 1")
         out_shape = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
         if any(int(np.floor(size * np.float32(s))) != o for size, s, o in zip(x.shape, scales, out_shape)):
             raise _Unsupported(f"ONNX Resize's output Sizes are floor(input * scale), not {out_shape}")
         attrs: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": transform}
+        if any(wide):  # the family's stretched tent (half-width 1 / scale, normalised, edges repeated): Resize's antialias
+            attrs["antialias"] = 1
         if mode == "nearest":  # a rounding direction (the family's `direction`): floor or ceil
             direction = family.expression("direction")
             attrs["nearest_mode"] = ("round_prefer_ceil" if direction is None
@@ -829,6 +842,92 @@ class OnnxRuntimeBackend:
                                       [helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales)])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         return self._session(key, build).run(None, {"x": x})[0]
+
+    def _roi_pool(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX MaxRoiPool on the `inputs` fields (the image, then the regions, fed as
+        {NumROIs, 5} rows [batch, x1, y1, x2, y2]), `pooled_shape` the output's last two Sizes and
+        `spatial_scale` the named FLOAT field. A region whose batch index ONNX Runtime cannot read
+        (not finite, or truncated outside [0, N)) is unsupported: ORT fails the run there."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs, operand=0)
+        rois = np.asarray(inputs[entry["inputs"][1]])
+        rows = rois.reshape(-1, rois.shape[-1])
+        with np.errstate(invalid="ignore"):
+            batch = rows[:, 0].astype(np.float64)
+            if not (np.isfinite(batch) & (np.trunc(batch) >= 0) & (np.trunc(batch) < x.shape[0])).all():
+                raise _Unsupported("a region's batch index lies outside the input's batches (ORT's MaxRoiPool fails the run)")
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        scale = float(np.float32(names[entry["spatial_scale"]]))
+        if not scale > 0:
+            raise _Unsupported(f"ONNX Runtime's MaxRoiPool requires spatial_scale > 0, not {scale}")
+        key = ("MaxRoiPool", in_type, tuple(x.shape), tuple(rows.shape), tuple(out_sizes), scale)
+
+        def build() -> Any:
+            from onnx import helper
+            node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], pooled_shape=out_sizes[2:], spatial_scale=scale)
+            graph = helper.make_graph([node], "MaxRoiPool",
+                                      [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape)),
+                                       helper.make_tensor_value_info("rois", _ONNX_TYPES[in_type], list(rows.shape))],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "rois": np.ascontiguousarray(rows)})[0]
+
+    def _roi_align(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """One ONNX RoiAlign (opset 16) on the `inputs` fields (the image, the regions fed as
+        {NumROIs, 4}, the batch indices as {NumROIs} int64), where it says what the spec family says:
+        mode avg (ONNX Runtime's max weighs before taking the maximum, not ONNX's maximum of the
+        samples), bilinear samples, one sample count for every region and dimension (the family's
+        clamped count, its ceiling: sampling_ratio), the corners fed scaled with spatial_scale 1
+        (ONNX has one scale; the FLOAT32 products are the device's), pixel offsets 0.5 and -0.5 (half_pixel) or 0 and -0.5 (output_half_pixel),
+        no corner alignment. ONNX reads 0 past [-1, size] where the family reads its out-of-bounds
+        value: such samples lie outside [0, size - 1], which the family leaves open (past_edge), so
+        the mapping holds wherever the spec says anything. Anything else is unsupported."""
+        spec, x, in_type, names = self._family_operand(entry, d, inputs, operand=0)
+        family = spec.formula.family
+        if family is None:
+            raise _Unsupported(f"{d.operator}: the roi_align mapping needs the spec's roi family")
+        scope = expression_scope(spec, d)
+
+        def value(key: str, default: Any) -> Any:
+            expr = family.expression(key)
+            return default if expr is None else expr.evaluate(*scope)
+        if not value("average", True) or value("nearest", False) or value("align_corners", False):
+            raise _Unsupported("ONNX RoiAlign is bilinear, and its max mode is ONNX Runtime's own: average only, no corner alignment")
+        minimum, maximum = (int(v) for v in value("samples", [1, 1]))
+        offsets = (float(np.float32(value("input_offset", 0.5))), float(np.float32(value("output_offset", -0.5))))
+        transform = {(0.5, -0.5): "half_pixel", (0.0, -0.5): "output_half_pixel"}.get(offsets)
+        if transform is None:
+            raise _Unsupported(f"ONNX RoiAlign has no coordinate mode for pixel offsets {offsets}")
+        scale_y, scale_x = (float(np.float32(v)) for v in value("spatial_scale", [1.0, 1.0]))
+        # ONNX has one spatial_scale: the corners are fed scaled (the same FLOAT32 products), scale 1
+        raw = np.asarray(inputs[entry["inputs"][1]]).reshape(-1, 4).astype(np.float32)
+        with np.errstate(all="ignore"):
+            rois = np.ascontiguousarray(raw * np.array([scale_x, scale_y, scale_x, scale_y], dtype=np.float32))
+        out_sizes = list(d.tensors[spec.formula.output].sizes)  # type: ignore[union-attr]
+        # one sampling_ratio for every region: the clamped count (its ceiling) where all agree
+        with np.errstate(all="ignore"):
+            sizes = np.abs(np.stack([rois[:, 3] - rois[:, 1], rois[:, 2] - rois[:, 0]], axis=1)).astype(np.float64)
+            quotients = np.clip(sizes / np.array(out_sizes[2:], dtype=np.float64), minimum, maximum)
+        counts = set(np.ceil(quotients).reshape(-1).tolist())
+        if minimum < 1 or minimum > maximum or len(counts) != 1 or not np.isfinite(quotients).all():
+            raise _Unsupported("ONNX RoiAlign takes one sample count for every region: the clamped counts differ here")
+        ratio = int(counts.pop())
+        batch = np.asarray(inputs[entry["inputs"][2]]).reshape(-1).astype(np.int64)
+        if ((batch < 0) | (batch >= x.shape[0])).any():
+            raise _Unsupported("a region's batch index lies outside the input's batches (ORT's RoiAlign fails the run)")
+        attrs = {"mode": "avg", "output_height": out_sizes[2], "output_width": out_sizes[3], "sampling_ratio": ratio,
+                 "spatial_scale": 1.0, "coordinate_transformation_mode": transform}
+        key = ("RoiAlign", in_type, tuple(x.shape), tuple(rois.shape), tuple(sorted(attrs.items())))
+
+        def build() -> Any:
+            from onnx import TensorProto, helper
+            node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], **attrs)
+            graph = helper.make_graph([node], "RoiAlign",
+                                      [helper.make_tensor_value_info("x", _ONNX_TYPES[in_type], list(x.shape)),
+                                       helper.make_tensor_value_info("rois", _ONNX_TYPES[in_type], list(rois.shape)),
+                                       helper.make_tensor_value_info("batch", TensorProto.INT64, [len(batch)])],
+                                      [helper.make_tensor_value_info("y", _ONNX_TYPES[in_type], out_sizes)])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        return self._session(key, build).run(None, {"x": x, "rois": rois, "batch": batch})[0]
 
     def _multi_output_node(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX `op` node on the `inputs` fields, in the node's input order, whose outputs, in

@@ -411,13 +411,15 @@ SCAN_FAMILY = FamilyDeclaration(
 NORMALIZE_FAMILY = FamilyDeclaration(
     "normalize",
     params={
-        "mode": Param("choice", choices=("softmax", "log_softmax", "hardmax", "lp", "mean_variance"),
+        "mode": Param("choice", choices=("softmax", "log_softmax", "hardmax", "lp", "mean_variance", "window_sum_square"),
                       meaning="how each group of elements (those that differ only along `axes`) is normalised, "
                               "element by element: softmax, exp(x - max) / sum(exp(x - max)); log_softmax, "
                               "x - max - log(sum(exp(x - max))); hardmax, 1 at the group's first largest element "
                               "(row-major over the axes, ascending) and 0 elsewhere; lp, x / sqrt(||group||_p^2 + epsilon); "
                               "mean_variance, the formula variable `normalized`: (x - mean) / sqrt(variance + epsilon), "
-                              "the population variance, or x - mean where `variance` does not hold"),
+                              "the population variance, or x - mean where `variance` does not hold; window_sum_square, "
+                              "the formula variable `window_sq`: the sum of x^2 over a window of `window` elements along "
+                              "each of `axes` around the element (positions off the tensor read nothing)"),
         "axes": Param("expression", meaning="a shape expression giving the list of normalised axes (an array field, "
                                             "or a fixed list such as the last axis)"),
         "p": Param("scalar", modes=("lp",), meaning="the UINT field of lp's order p (1 or 2)"),
@@ -426,12 +428,27 @@ NORMALIZE_FAMILY = FamilyDeclaration(
                                  "to the variance"),
         "variance": Param("expression", modes=("mean_variance",),
                           meaning="a shape expression: true where the deviation is divided by sqrt(variance + epsilon)"),
+        "window": Param("scalar", modes=("window_sum_square",),
+                        meaning="the UINT field of the window's extent along each of `axes`: (w - 1) // 2 elements "
+                                "before the element and the rest after it (centred where w is odd)"),
+        "centred": Param("expression", required=False, modes=("mean_variance",),
+                         meaning="a shape expression (optional, absent: true): false where the group's mean is not "
+                                 "subtracted (taken as 0: the deviation is x itself and the variance the mean of x^2, "
+                                 "a root-mean-square normalization)"),
+        "mean_output": Param("output", required=False, modes=("mean_variance",),
+                             meaning="an output field (optional) that receives each group's mean (the input's shape "
+                                     "with the axes of size 1), judged within the bound keyed `mean_output`"),
+        "variance_output": Param("output", required=False, modes=("mean_variance",),
+                                 meaning="an output field (optional) that receives each group's population variance "
+                                         "(divisor N, Epsilon not added), judged within the bound keyed "
+                                         "`variance_output`"),
         "bounds": Param("bounds", required=False,
                         meaning="per mode, the largest |device - exact| a conforming device may show, over the bound "
                                 "variables (a mode without one: exact)"),
     },
     bound_variables={
-        "N": "the number of elements in the output element's group (the product of the sizes along the axes)",
+        "N": "the number of elements in the output element's group (the product of the sizes along the axes; "
+             "window_sum_square: the window's, w to the power of the number of axes)",
         "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
                "eps relative",
         "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
@@ -447,7 +464,7 @@ NORMALIZE_FAMILY = FamilyDeclaration(
         "norm": "lp: the group's exact p-norm, (sum |x|^p)^(1/p)",
         "divisor": "what the element is divided by, exactly: lp sqrt(norm^2 + epsilon), mean_variance sqrt(variance + "
                    "epsilon)",
-        "mean": "mean_variance: |the group's exact mean|",
+        "mean": "mean_variance: |the group's exact mean| (0 where `centred` does not hold)",
         "dev": "mean_variance: |x - mean|, the element's exact deviation",
         "var_eps": "mean_variance: the group's exact population variance plus epsilon",
         "epsilon": "|epsilon| (the FLOAT attribute as the struct holds it)",
@@ -455,6 +472,7 @@ NORMALIZE_FAMILY = FamilyDeclaration(
     },
     formula_variables={
         "normalized": "mean_variance: (x - mean) / sqrt(variance + epsilon) (or x - mean), exact, per element",
+        "window_sq": "window_sum_square: the sum of x^2 over the element's window, exact, per element",
     },
 )
 
@@ -528,6 +546,16 @@ RESAMPLE_FAMILY = FamilyDeclaration(
         "direction": Param("expression", required=False,
                            meaning="a shape expression: true, nearest_neighbor takes ceil(x) (toward increasing "
                                    "indices); false, floor(x); absent, round(x) (either neighbour at a .5 tie)"),
+        "adjoint": Param("expression", required=False,
+                         meaning="a shape expression: true, the transpose of the resample's linear map (a gradient): "
+                                 "`input` is the forward output's gradient dy, the output has the forward input's "
+                                 "Sizes, and each element sums dy times the weight it had in the forward pass; "
+                                 "absent, false"),
+        "antialiased": Param("expression", required=False,
+                             meaning="a shape expression: per dimension, true where linear's tent filter is "
+                                     "stretched to half-width 1 / scale (antialiased downsampling: every index "
+                                     "within it weighed by 1 - |i - x| * scale, normalised by their sum, indices "
+                                     "clamped); absent, false each"),
         "bounds": Param("bounds", required=False,
                         meaning="per mode, the largest |device - exact| a conforming device may show, over the bound "
                                 "variables (a mode without one: exact, a copy)"),
@@ -539,6 +567,8 @@ RESAMPLE_FAMILY = FamilyDeclaration(
                      "element (round(x) is floor(x) + 1 there, not floor(x)), else 0",
         "past_edge": "1 where a linear position lies before the first or past the last element on some dimension "
                      "of more than one element (the page's clamped edges), else 0",
+        "stretched": "1 where a linear output element's filter is stretched (`antialiased`) along some dimension of "
+                     "more than one element, else 0",
         "nonfinite_near": "1 where an element of a linear output element's 4^k neighbourhood (floor(x) - 1 to "
                           "floor(x) + 2 per interpolated dimension, o - 1 to o + 1 along a copied one, clamped: what a "
                           "device may read with a zero or tiny weight, at an edge or through its position's error) "
@@ -553,6 +583,15 @@ RESAMPLE_FAMILY = FamilyDeclaration(
                   "floor(x) + 2 per dimension, clamped): how much a position error (or the other floor at a whole "
                   "position) can move the result per unit",
         "max_abs": "the largest |x| of the 2^D weighted elements (finite)",
+        "N": "adjoint: the contributions an element may receive (every tap a forward position within its FLOAT32 error "
+             "can reach)",
+        "sum_abs": "adjoint: the sum of |w dy| over its contributions (exact weights)",
+        "pos_dy": "adjoint: the sum over those taps of |dy| times the forward weight's own error (the position's, pos_err)",
+        "tie_span": "adjoint, nearest_neighbor: half the width of the interval the tied contributions span (each may go "
+                    "to either neighbour; `exact` is the interval's midpoint)",
+        "weight_err": "linear with a stretched (antialiased) filter: the sum over its dimensions of n + 1 + 3 n / W, "
+                      "the normalised weights' error in eps steps (n the indices the filter reaches, W their raw "
+                      "weights' sum); 0 for the plain tent, whose steps the bound counts per dimension",
         "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
                "eps relative",
         "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
@@ -563,12 +602,223 @@ RESAMPLE_FAMILY = FamilyDeclaration(
     },
 )
 
+GRADIENT_FAMILY = FamilyDeclaration(
+    "gradient",
+    params={
+        "mode": Param("choice", choices=("strided_window", "average", "max", "mean_variance", "roi_sampled",
+                                          "window_sum_square"),
+                      meaning="the forward computation whose adjoint (the transpose of its index map) is taken: "
+                              "strided_window, a strided copy (each incoming gradient element moved back to the "
+                              "input position it was copied from, zeros elsewhere); average, an average pooling "
+                              "(each incoming element over its window's divisor added into every input position "
+                              "the window reads); max, a max pooling (each incoming element added into the "
+                              "position of its window's largest input element, the lowest index of equal ones); "
+                              "mean_variance, the affine normalization y = scale (x - mean) / sqrt(variance + "
+                              "epsilon) + bias with given statistics, broadcast along `axes`: the output dy scale / "
+                              "sqrt(variance + epsilon), and optionally the sums over `axes` of dy (x - mean) / "
+                              "sqrt(variance + epsilon) (the scale's gradient) and of dy (the bias's); roi_sampled, "
+                              "the roi family's sampled mode (each incoming element's share, 1 / samples or all of "
+                              "it to the cell's largest sample, times each sample's interpolation weights, added at "
+                              "the sample's neighbours); window_sum_square, the local normalization y = x (bias + alpha / "
+                              "window S)^-beta, S the sum of x^2 over a window of `window` elements along each of "
+                              "`axes` (the normalize family's window_sum_square): dy (bias + alpha / window S)^-beta "
+                              "- 2 alpha beta / window x sum over the windows holding the element of dy x (bias + "
+                              "alpha / window S)^(-beta - 1)"),
+        "gradient": Param("input", meaning="the incoming gradient, shaped like the forward's output"),
+        "input": Param("input", modes=("max", "mean_variance", "roi_sampled", "window_sum_square"),
+                       meaning="the forward's input: max, whose window maxima say where each gradient element goes; "
+                               "mean_variance, whose deviations from the mean the scale's gradient sums; roi_sampled, "
+                               "whose samples' largest takes a max cell's gradient (may be absent for an average)"),
+        "rois": Param("input", modes=("roi_sampled",), meaning="the forward's regions [x1, y1, x2, y2], one row each"),
+        "batch_indices": Param("input", modes=("roi_sampled",), meaning="the forward's batch index per region"),
+        "spatial_scale": Param("expression", modes=("roi_sampled",), meaning="as the roi family's: [scale_y, scale_x]"),
+        "average": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "nearest": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "samples": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "input_offset": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "output_offset": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "align_corners": Param("expression", required=False, modes=("roi_sampled",), meaning="as the roi family's"),
+        "roi_gradient": Param("output", required=False, modes=("roi_sampled",),
+                              meaning="an output (optional) for the regions' gradient: written as zeros, judged only "
+                                      "by the spec's unspecified rules that name it"),
+        "mean": Param("input", modes=("mean_variance",), meaning="the forward's mean (size 1 along `axes`)"),
+        "variance": Param("input", modes=("mean_variance",), meaning="the forward's variance (size 1 along `axes`)"),
+        "scale": Param("input", modes=("mean_variance",), meaning="the forward's scale (size 1 along `axes`)"),
+        "epsilon": Param("union", modes=("mean_variance",), meaning="the FLOAT field of epsilon, added to the variance"),
+        "window": Param("scalar", modes=("window_sum_square",),
+                        meaning="the UINT field of the window's extent along each of `axes` ((w - 1) // 2 elements "
+                                "before the element and the rest after it, as the normalize family's)"),
+        "alpha": Param("union", modes=("window_sum_square",), meaning="the FLOAT field of alpha (divided by `window`)"),
+        "beta": Param("union", modes=("window_sum_square",), meaning="the FLOAT field of the exponent beta"),
+        "bias": Param("union", modes=("window_sum_square",), meaning="the FLOAT field of the bias added to the scaled sum"),
+        "axes": Param("expression", modes=("mean_variance", "window_sum_square"),
+                      meaning="a shape expression: the list of axes the statistics are broadcast along (and the "
+                              "parameter gradients summed over)"),
+        "batch": Param("expression", required=False, modes=("mean_variance",),
+                       meaning="a shape expression (optional, absent: false): true where the statistics are the "
+                               "group's own (the forward computed the mean and the variance from x), so that the "
+                               "input's gradient carries the terms through them: scale / sqrt(w) (dy - mean(dy) - "
+                               "(x - mean) mean(dy (x - mean)) / w), each mean over the group"),
+        "scale_gradient": Param("output", required=False, modes=("mean_variance",),
+                                meaning="an output (optional) receiving the sum over `axes` of dy (x - mean) / "
+                                        "sqrt(variance + epsilon), judged within the bound keyed `scale_gradient`"),
+        "bias_gradient": Param("output", required=False, modes=("mean_variance",),
+                               meaning="an output (optional) receiving the sum over `axes` of dy, judged within the "
+                                       "bound keyed `bias_gradient`"),
+        "offsets": Param("array", modes=("strided_window",), meaning="the forward window's first element per dimension"),
+        "sizes": Param("array", modes=("strided_window",), meaning="the forward window's extent per dimension"),
+        "strides": Param("array", modes=("strided_window", "average", "max"),
+                         meaning="the forward's step per dimension (strided_window: INT, its sign picks "
+                                 "the end the copy starts from; a pooling's per spatial dimension)"),
+        "window_size": Param("array", modes=("average", "max"), meaning="the pooling window's extent per spatial dimension"),
+        "start": Param("array", modes=("average", "max"), meaning="the pooling's padding before, per spatial dimension"),
+        "end": Param("array", modes=("average", "max"), meaning="the pooling's padding after, per spatial dimension"),
+        "dilations": Param("array", required=False, modes=("average", "max"),
+                           meaning="the step between window elements per spatial dimension (absent: 1)"),
+        "include_padding": Param("expression", required=False, modes=("average",),
+                                 meaning="true: a window's divisor is prod(window_size), padding included; false or "
+                                         "absent: the count of its elements on the input"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the largest |device - exact| a conforming device may show over the bound "
+                                "variables (a mode without one: exact, bit for bit where the spec compares bitwise)"),
+    },
+    element_variables={
+        "nan_window": "max: 1 at the output positions some window reads whose elements on the input include a NaN "
+                      "(where such a window's gradient goes is the comparison's), else 0",
+        "lowest_window": "max: 1 at the output positions some window reads whose largest element is -inf or the type's "
+                         "lowest finite value (a device that starts its maximum from the lowest finite value with the "
+                         "window's first index routes such a window to its first element), else 0",
+        "contributions": "the number of incoming gradient elements added into the output element (N)",
+        "batch_invalid": "roi_sampled: 1 everywhere when some region's batch index is not a whole number in [0, N)",
+        "nonfinite_roi": "roi_sampled: 1 everywhere when some region's scaled corner is not finite or beyond 2^24",
+        "samples_open": "roi_sampled: 1 over the batch of a region whose sample count is open (the roi family's)",
+        "past_edge": "roi_sampled: 1 at the (clamped) neighbours of a sample past the input's edge (the roi family's)",
+        "route_open": "roi_sampled, max: 1 at every neighbour of a cell whose largest sample is not determined (another "
+                      "sample within the forward's error of it, a non-finite value, a sample past the edge)",
+        "nonfinite_gradient": "roi_sampled: 1 at the neighbours a non-finite incoming gradient share touches (with a "
+                              "weight of 0 too: its product is NaN or skipped)",
+        "nonfinite_window": "window_sum_square: 1 where an infinite x or dy lies in the element's window or in a window "
+                            "holding it (whether an infinity meets a 0 depends on the order of the steps), else 0",
+    },
+    bound_variables={
+        "N": "the number of incoming gradient terms added into the output element (mean_variance: 1 for the "
+             "output, the group's size for the sums)",
+        "sum_abs": "the sum of |term| over its finite terms (average: |dy| / divisor each; mean_variance: "
+                   "|dy scale| / sqrt(w), |dy (x - mean)| / sqrt(w) or |dy|)",
+        "max_abs": "the largest |term| over its finite terms",
+        "sum_dy": "roi_sampled: the sum of |dy share| over the terms a weight (or a weight of 0 a position error "
+                  "makes non-zero) adds here: what an error in the weights multiplies",
+        "pos_err": "roi_sampled: the largest FLOAT32 sample position error (y + x) of the terms added here",
+        "ties": "roi_sampled, nearest: the sum of |dy share| of samples within their error of a .5 tie that may land "
+                "here or elsewhere",
+        "var_eps": "mean_variance: |w|, w = variance + epsilon exactly",
+        "variance_abs": "mean_variance: |variance|",
+        "epsilon": "mean_variance: |epsilon| (the FLOAT attribute as the struct holds it)",
+        "partial": "mean_variance, window_sum_square: the largest magnitude any evaluation order passes through (a product of two of "
+                   "the term's factors, a deviation x - mean, a term, the sum of |term|): where twice it reaches "
+                   "the type's largest finite value an intermediate may overflow",
+        "factor": "mean_variance with batch: |scale| / sqrt(|w|)",
+        "inner": "mean_variance with batch: |dy| + |mean(dy)| + |(x - mean) mean(dy (x - mean)) / w|, the magnitudes the "
+                 "two subtractions inside the input's gradient read",
+        "mean_abs_dy": "mean_variance with batch: the group's sum of |dy| over N",
+        "mean_abs_product": "mean_variance with batch: the group's sum of |dy (x - mean)| over N",
+        "dev": "mean_variance with batch: |x - mean|",
+        "mean_product": "mean_variance with batch: |mean(dy (x - mean))| over the group",
+        "amp": "mean_variance, window_sum_square: the largest product over a term's factors (dy, scale or x - mean, 1 / sqrt(w)) of "
+               "max(1, |factor|): how much an absolute error (a flush, a FLOAT16 subnormal step) made at any step "
+               "is multiplied by the later ones",
+        "direct": "window_sum_square: |dy D^-beta|, D = bias + alpha / window S (the first term)",
+        "adjoint": "window_sum_square: |2 alpha beta / window| |x| times the sum of |dy x D^(-beta - 1)| over the windows "
+                   "holding the element (a bound of the second term)",
+        "base_rel": "window_sum_square: the largest (|bias| + |alpha / window| S) / |D| over the element's D and those of "
+                    "the windows holding it (how much D's rounding weighs relative to D; 1 without cancellation)",
+        "sum_rel": "window_sum_square: the largest |alpha / window| / |D| over the same D's (what an absolute error of S "
+                   "weighs relative to D)",
+        "log_base": "window_sum_square: the largest max(1, |log2 |D||) over the same D's (pow's log2 error grows with it)",
+        "beta": "window_sum_square: |beta|",
+        "exact": "the exact result (float64)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10): one faithful rounding step is within "
+               "eps relative",
+        "tiny": "FLOAT32's smallest normal, 2^-126 (an fp32 denormal input, intermediate or result may be flushed)",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result, NaN included",
+    },
+)
+
+ROI_FAMILY = FamilyDeclaration(
+    "roi",
+    params={
+        "mode": Param("choice", choices=("integer_bins", "sampled"),
+                      meaning="how a region of interest becomes a grid of output elements {NumROIs, C, H, W}: "
+                              "integer_bins, the region's corners scaled and rounded to whole input indices, cut into "
+                              "H x W bins by integer division (start floor, end ceiling, clamped to the input), each "
+                              "output element the largest input element of its bin; sampled, the scaled region cut "
+                              "into H x W cells, each reduced over a grid of sample points read by interpolation"),
+        "input": Param("input", meaning="the tensor {N, C, height, width} the regions lie in"),
+        "rois": Param("input", meaning="the regions, one row per region (its last dimension): [batch, x1, y1, x2, y2] "
+                                       "without `batch_indices`, else [x1, y1, x2, y2]"),
+        "batch_indices": Param("input", required=False,
+                               meaning="the batch index of each region (absent: the region row's first column)"),
+        "spatial_scale": Param("expression",
+                               meaning="a shape expression: [scale_y, scale_x], what the region's y and x "
+                                       "coordinates are multiplied by"),
+        "average": Param("expression", required=False, modes=("sampled",),
+                         meaning="a shape expression: true, a cell's samples are averaged; false, their largest"),
+        "nearest": Param("expression", required=False, modes=("sampled",),
+                         meaning="a shape expression: true, a sample reads the nearest element; false, the "
+                                 "bilinear weighting of its 4 neighbours"),
+        "samples": Param("expression", required=False, modes=("sampled",),
+                         meaning="a shape expression: [minimum, maximum] samples per cell and dimension"),
+        "input_offset": Param("expression", required=False, modes=("sampled",),
+                              meaning="a shape expression: subtracted from the scaled position (absent 0.5: pixel "
+                                      "centres)"),
+        "output_offset": Param("expression", required=False, modes=("sampled",),
+                               meaning="a shape expression: subtracted from the sample index (absent -0.5: pixel "
+                                       "centres)"),
+        "align_corners": Param("expression", required=False, modes=("sampled",),
+                               meaning="a shape expression: true, the samples reach the region's corners"),
+        "out_of_bounds": Param("union", required=False, modes=("sampled",),
+                               meaning="the FLOAT field a sample outside the input reads"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the largest |device - exact| a conforming device may show (absent: exact)"),
+    },
+    element_variables={
+        "batch_invalid": "1 where the region's batch index is not a whole number in [0, N), else 0",
+        "inverted": "1 where the region's rounded (integer_bins) end lies before its start on some dimension, else 0",
+        "rounding_tie": "1 where a scaled corner lies within its FLOAT32 product's error of a .5 tie (integer_bins: "
+                        "round() may go either way), else 0",
+        "empty_bin": "1 where the bin, clamped to the input, holds no element, else 0",
+        "nan_in_bin": "1 where the bin (or a sample's neighbourhood) holds a NaN, else 0",
+        "nonfinite_roi": "1 where a region coordinate (or its scaled value) is not finite or beyond 2^24, else 0",
+        "samples_open": "sampled: 1 where a cell's sample count is not one the page names (size / cells a fraction "
+                        "between the minimum and the maximum, 0, or a minimum above the maximum), else 0",
+        "past_edge": "sampled: 1 where a sample lies outside [0, size - 1] on some dimension (within its error), "
+                     "else 0",
+    },
+    bound_variables={
+        "terms": "the number of samples a cell reduces",
+        "ties": "nearest: how far taking the other neighbour of the samples within their error of a .5 tie may move "
+                "the cell's result (0 elsewhere)",
+        "pos_err": "how far a device's FLOAT32 sample position may lie from the exact one, summed over y and x",
+        "spread": "the largest minus the smallest finite element around the cell's samples",
+        "max_abs": "the largest |x| a cell's samples weigh",
+        "eps": "the spacing of the output type at 1",
+        "tiny": "FLOAT32's smallest normal, 2^-126",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result",
+        "exact": "the exact result (float64)",
+    },
+)
+
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
                                                                     MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
                                                                     NORMALIZE_FAMILY, GENERATOR_FAMILY,
-                                                                    QUANTIZE_DYNAMIC_FAMILY, RESAMPLE_FAMILY)}
+                                                                    QUANTIZE_DYNAMIC_FAMILY, RESAMPLE_FAMILY,
+                                                                    GRADIENT_FAMILY, ROI_FAMILY)}
 
 
 @dataclass(frozen=True)
@@ -716,5 +966,8 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     if "bounds" in raw:
         keys = (family.choices("combine") if "combine" in params else family.choices("mode") if "mode" in params
                 else tuple(formula_variables(name)))
+        # an optional output a family fills beside its main one (a statistic) has its own bound, keyed by the parameter
+        keys = tuple(keys) + tuple(k for k, p in declaration.params.items() if p.kind == "output" and not p.required
+                                   and k in params)
         params["bounds"] = _read_bounds(raw["bounds"], name, keys)
     return family

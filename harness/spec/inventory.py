@@ -12,7 +12,7 @@ from harness.spec.model import OperatorSpec, SpecSet
 
 _FAMILY_TITLES = {"matmul": "matrix multiplication", "window": "window (convolution, pooling)", "reduce": "reduction",
                   "gather": "gather", "sort": "sort (top-k)", "data_movement": "data movement",
-                  "normalize": "axis-wise normalization"}
+                  "normalize": "axis-wise normalization", "gradient": "training gradient (adjoint)"}
 _ORDER = ["element-wise, one input", "element-wise, several inputs", "activation", "quantization",
           "element-wise, coordinate-dependent", *_FAMILY_TITLES.values(), "other"]
 

@@ -54,13 +54,22 @@ from harness.spec.model import OperatorSpec
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _strided_window(x: np.ndarray, out_shape: list[int], offsets: list[int], sizes: list[int],
-                    strides: list[int]) -> np.ndarray:
+def strided_window_index(out_shape: list[int], offsets: list[int], sizes: list[int],
+                         strides: list[int]) -> list[np.ndarray]:
+    """Per dimension, the input positions a strided window copies to output positions 0, 1, ...
+    (its start, or its end where the stride is negative, stepped by the stride): the index map that
+    the window's copy reads through, and that its adjoint (harness.reference.families.gradient)
+    scatters back through."""
     index = []
     for dim, count in enumerate(out_shape):
         start = offsets[dim] + (sizes[dim] - 1 if strides[dim] < 0 else 0)
         index.append(start + strides[dim] * np.arange(count))
-    return x[np.ix_(*index)]
+    return index
+
+
+def _strided_window(x: np.ndarray, out_shape: list[int], offsets: list[int], sizes: list[int],
+                    strides: list[int]) -> np.ndarray:
+    return x[np.ix_(*strided_window_index(out_shape, offsets, sizes, strides))]
 
 
 def _pad_index(count: int, start: int, n: int, rule: str) -> tuple[np.ndarray, np.ndarray]:

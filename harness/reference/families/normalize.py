@@ -12,9 +12,15 @@ last axis); the output has the input's shape. The mode is the spec's:
   (epsilon inside the square: what keeps a group of zeros finite, as DirectML evaluates it);
 - mean_variance: the formula variable `normalized`, (x - mean) / sqrt(variance + epsilon) over the
   group (the population variance, divisor N), or x - mean where the spec's `variance` expression
-  does not hold; the spec's expression is the element-wise epilogue over it (a scale and a bias,
+  does not hold; where the optional `centred` expression does not hold the mean is taken as 0
+  (x / sqrt(mean(x^2) + epsilon): the same formula with nothing subtracted, so the same bound
+  holds, its mean terms then an over-estimate); the spec's expression is the element-wise epilogue over it (a scale and a bias,
   a fused activation), judged as the matmul family's dot product is: `normalized` anywhere within
-  its bound, the rest under the element-wise precision model.
+  its bound, the rest under the element-wise precision model; optional outputs receive each
+  group's mean and population variance, each within its own bound;
+- window_sum_square: the formula variable `window_sq`, the sum of x^2 over a box of `window`
+  elements along each of the axes around the element, under the spec's expression as
+  `normalized` is (a local normalization).
 
 Why the shift by m: it is the mathematical function (exp(x) / sum exp(x) is the same value), and
 the form every implementation evaluates, since the literal exp(x) overflows FLOAT16 beyond 11.1.
@@ -72,6 +78,12 @@ class _Groups:
     def group(self, x: np.ndarray) -> np.ndarray:
         """`x` as (kept sizes..., N): each row one group, its elements row-major over the axes."""
         return x.transpose(self.order).reshape([self.shape[i] for i in self.keep] + [-1])
+
+    def reduced(self, values: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+        """One value per group (kept..., 1) in the input's layout with the axes of size 1, shaped
+        as `sizes` (a statistics output's Sizes: the same element count)."""
+        kept = values.reshape([self.shape[i] for i in self.keep] + [1] * len(self.axes))
+        return np.ascontiguousarray(kept.transpose(np.argsort(self.order))).reshape(sizes)
 
     def back(self, grouped: np.ndarray) -> np.ndarray:
         """Group-shaped values (kept..., N) back in the input's layout."""
@@ -177,7 +189,11 @@ def _accumulated(spec: OperatorSpec, descriptor: Descriptor, grouped: np.ndarray
             divisor = np.sqrt(norm * norm + np.float64(epsilon))  # the norm with epsilon inside its square
             facts.update(norm=_finite(norm), divisor=_finite(divisor))
             return x / divisor, facts
-        mean = np.sum(x, axis=-1, keepdims=True) / n
+        centred = family.expression("centred")  # absent: the mean is subtracted
+        if centred is None or bool(centred.evaluate(*expression_scope(spec, descriptor))):
+            mean = np.sum(x, axis=-1, keepdims=True) / n
+        else:  # the mean taken as 0 (exactly, no accumulation): a root-mean-square normalization
+            mean = np.zeros(x.shape[:-1] + (1,))
         deviation = x - mean
         var_eps = np.sum(deviation * deviation, axis=-1, keepdims=True) / n + np.float64(epsilon)
         divisor = np.sqrt(var_eps)
@@ -253,11 +269,109 @@ def _accumulating(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, 
     masks = result.unspecified[out_name]
     for rule, hit in lifted.items():
         masks[rule] = masks[rule] | hit if rule in masks else hit
+    _statistics(spec, descriptor, grouped, groups, facts, lifted, result,
+                None if flushed is None else groups.group(flushed), names)
     return result
 
 
+STATISTICS = ("mean_output", "variance_output")  # mean_variance's optional outputs of each group's statistics
+
+
+def _statistic(spec: OperatorSpec, descriptor: Descriptor, grouped: np.ndarray, key: str) -> np.ndarray:
+    """Each group's mean (`key` mean_output) or population variance (divisor N, no epsilon; about 0
+    where the spec's `centred` does not hold), exact (float64), kept as (kept..., 1)."""
+    family = spec.formula.family
+    assert family is not None
+    with np.errstate(all="ignore"):
+        x = grouped.astype(np.float64)
+        centred = family.expression("centred")
+        mean = (np.sum(x, axis=-1, keepdims=True) / x.shape[-1]
+                if centred is None or bool(centred.evaluate(*expression_scope(spec, descriptor)))
+                else np.zeros(x.shape[:-1] + (1,)))
+        return mean if key == "mean_output" else np.sum((x - mean) ** 2, axis=-1, keepdims=True) / x.shape[-1]
+
+
+def _statistics(spec: OperatorSpec, descriptor: Descriptor, grouped: np.ndarray, groups: _Groups,
+                facts: dict[str, object], lifted: dict[str, np.ndarray], result: FamilyResult,
+                flushed: np.ndarray | None, names: dict) -> None:
+    """mean_variance's optional statistics outputs into `result`: each group's mean and population
+    variance (_statistic), rounded to nearest, judged within the bound the spec keys by the output
+    parameter's name (read over the group's accumulated facts: one value per group); where fp32
+    denormal inputs may be flushed (`flushed`, grouped), the larger of the two computations' bounds,
+    as for `normalized`. Why here: an operator that normalises over a batch also returns the
+    statistics it normalised with, from the same accumulation."""
+    family = spec.formula.family
+    assert family is not None
+    for key in STATISTICS:
+        name = family.params.get(key)
+        desc = descriptor.tensors.get(name) if name is not None else None
+        if name is None or desc is None:
+            continue
+        out_type = spec.catalog.dtype(desc.data_type)
+        exact = _statistic(spec, descriptor, grouped, key)
+        value = groups.reduced(exact, tuple(desc.sizes))
+        with np.errstate(all="ignore"):
+            result.outputs[name] = value.astype(out_type.numpy)
+        bound = family.bound(key)
+        if bound is not None and out_type.is_float:
+            atol = _bound(bound.atol, grouped, np.broadcast_to(exact, grouped.shape), facts, out_type)[..., :1]
+            if flushed is not None:  # a device at the edge of the flushed computation is legal too
+                exact_f = _statistic(spec, descriptor, flushed, key)
+                _, facts_f = _accumulated(spec, descriptor, flushed, "mean_variance", names)
+                with np.errstate(invalid="ignore"):
+                    moved = np.abs(exact_f - exact) + _bound(bound.atol, flushed, np.broadcast_to(exact_f, flushed.shape),
+                                                             facts_f, out_type)[..., :1]
+                atol = np.maximum(atol, np.where(np.isnan(moved), 0.0, moved))
+            atol = groups.reduced(np.where(np.isfinite(exact), atol, 0.0), tuple(desc.sizes))
+            result.bounds[name] = (value, atol)
+        rules = {r.id: r for r in spec.unspecified}
+        result.unspecified[name] = {rule: groups.reduced(groups.group(hit)[..., :1], tuple(desc.sizes))
+                                    for rule, hit in lifted.items() if rules[rule].concerns(name, out_type.name)}
+
+
+WINDOWED = "window_sum_square"  # the mode whose formula variable is a sum over a window around each element
+WINDOW_VARIABLE = "window_sq"
+
+
+def _window_sums(x: np.ndarray, axes: list[int], w: int) -> np.ndarray:
+    """The sum of x^2 (float64, IEEE kept: a NaN or an infinity reaches every window holding it)
+    over the box of w elements along each of `axes` around each element, (w - 1) // 2 before it
+    and the rest after it; positions off the tensor read nothing. The box sum is separable: one
+    sliding sum per axis, over zeros padded at both ends."""
+    with np.errstate(all="ignore"):
+        sums = x.astype(np.float64) ** 2
+        before = (w - 1) // 2
+        for axis in axes:
+            pad = [(0, 0)] * sums.ndim
+            pad[axis] = (before, w - 1 - before)
+            sums = np.lib.stride_tricks.sliding_window_view(np.pad(sums, pad), w, axis=axis).sum(axis=-1)
+    return sums
+
+
+def _windowed(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], axes: list[int]) -> FamilyResult:
+    """window_sum_square: the formula variable `window_sq` (each element's window sum of squares,
+    within the spec's bound over `N`, the window's element count, and `exact`), under the spec's
+    element-wise expression as mean_variance's `normalized` is. Why a normalize mode and not the
+    window family: the window here is centred on every element along any axes, the output has the
+    input's shape, and no stride or padding field shapes it (a local normalization)."""
+    family = spec.formula.family
+    assert family is not None
+    call = one_input(spec, descriptor, inputs)
+    names, _ = expression_scope(spec, descriptor)
+    w = int(names[family.params["window"]])
+    sums = _window_sums(np.asarray(call.x), axes, w)
+    bound = family.bound(WINDOWED)
+    atol = None
+    if bound is not None and call.out_type.is_float:
+        variables: dict[str, object] = {**type_bound_variables(call.out_type.numpy), "N": np.float64(w ** len(axes)), "exact": sums}
+        atol = evaluate_bound(bound.atol, variables, sums.shape, np.isnan(sums))
+        atol = np.where(np.isfinite(sums), atol, 0.0)  # an infinite or NaN sum is IEEE's, exactly
+    return _epilogue(spec, descriptor, inputs, sums, atol, [], WINDOW_VARIABLE)
+
+
 def _epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], normalized: np.ndarray,
-              spread: np.ndarray | None, alternatives: list[tuple[str, np.ndarray]]) -> FamilyResult:
+              spread: np.ndarray | None, alternatives: list[tuple[str, np.ndarray]],
+              variable: str = VARIABLE) -> FamilyResult:
     """The FamilyResult of the spec's expression over the formula variable `normalized` (each
     element anywhere within `spread` of it), the other inputs broadcast to the output's Sizes,
     as the matmul family's dot_epilogue judges its dot product."""
@@ -266,7 +380,7 @@ def _epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     assert out_desc is not None
     out_type = spec.catalog.dtype(out_desc.data_type)
     shape = tuple(out_desc.sizes)
-    ctx = _epilogue_context(spec, descriptor, inputs, normalized)
+    ctx = _epilogue_context(spec, descriptor, inputs, normalized, variable)
     with np.errstate(all="ignore"):
         value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), shape)
     if spec.formula.expression.transcendental:  # a fused activation's exp: the same bits on every CPU
@@ -278,18 +392,19 @@ def _epilogue(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
             output = value.astype(out_type.numpy)
     result = FamilyResult({out_name: output})
     if alternatives:
-        result.epilogue_alternatives[out_name] = [(name, {VARIABLE: values}) for name, values in alternatives]
-    result.summaries[VARIABLE] = normalized
+        result.epilogue_alternatives[out_name] = [(name, {variable: values}) for name, values in alternatives]
+    result.summaries[variable] = normalized
     if spread is not None:
         result.summaries["bound"] = spread
-    result.epilogue[out_name] = {VARIABLE: (normalized, spread)}
+    result.epilogue[out_name] = {variable: (normalized, spread)}
     result.contexts[out_name] = ctx
     # element-wise over the output's elements, with the family's variables and the inputs
     result.unspecified[out_name] = output_rule_masks(spec, out_name, out_type, ctx, shape)
     return result
 
 
-def _epilogue_context(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], normalized: np.ndarray):
+def _epilogue_context(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], normalized: np.ndarray,
+                      variable: str = VARIABLE):
     """The spec expression's context per output element: the inputs broadcast (right-aligned) to
     the output's Sizes, an absent one as its absent value, and `normalized`."""
     shape = normalized.shape
@@ -301,7 +416,7 @@ def _epilogue_context(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[s
             variables[var] = np.broadcast_to(value, shape)
         else:
             variables[var] = value
-    variables[VARIABLE] = normalized
+    variables[variable] = normalized
     types = {n: t.data_type for n, t in descriptor.tensors.items() if t is not None}
     return formula_context(spec, types, variables, descriptor.attributes)
 
@@ -314,6 +429,8 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     groups = _Groups(spec, descriptor, x.shape)
     if groups.mode in ACCUMULATING:
         return _accumulating(spec, descriptor, inputs)
+    if groups.mode == WINDOWED:
+        return _windowed(spec, descriptor, inputs, groups.axes)
     grouped = groups.group(x)
     output, exact = _outputs(grouped, groups.mode, out_type)
     result = FamilyResult({out_name: groups.back(output)})
@@ -423,7 +540,7 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     call = one_input(spec, descriptor, inputs)
     x, out_name, out_type = call.x, call.out_name, call.out_type
     groups = _Groups(spec, descriptor, x.shape)
-    if groups.mode in ACCUMULATING:
+    if groups.mode in ACCUMULATING or groups.mode == WINDOWED:
         return _edge_of_bound(spec, descriptor, inputs, rng)
     if groups.mode == "hardmax" or not out_type.is_float or x.dtype.kind != "f":
         return compute(spec, descriptor, inputs).outputs
@@ -461,15 +578,17 @@ def _edge_of_bound(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str,
         return {**result.outputs, out_name: _moved(exact, atol, result.outputs[out_name].dtype, sign)}
     if out_name not in result.epilogue:
         return result.outputs
-    normalized, spread = result.epilogue[out_name][VARIABLE]
+    ((variable, (normalized, spread)),) = result.epilogue[out_name].items()
     if spread is None:
         return result.outputs
+    statistics = {name: _moved(exact, atol, result.outputs[name].dtype, sign)  # mean_variance's statistics outputs
+                  for name, (exact, atol) in result.bounds.items() if name != out_name}
     moved = _moved(normalized, spread, np.dtype(np.float64), sign)
-    ctx = _epilogue_context(spec, descriptor, inputs, moved)
+    ctx = _epilogue_context(spec, descriptor, inputs, moved, variable)
     out = result.outputs[out_name]
     with np.errstate(all="ignore"):
         value = np.broadcast_to(np.asarray(spec.formula.expression.evaluate(ctx), dtype=np.float64), out.shape)
-        return {**result.outputs, out_name: value.astype(out.dtype)}
+        return {**result.outputs, **statistics, out_name: value.astype(out.dtype)}
 
 
 PLUGIN = FamilyPlugin(DECLARATIONS["normalize"], compute, legal_device)
