@@ -60,9 +60,10 @@ def test_invalid_cases_break_exactly_their_rule(op):
             if not rule_reachable(spec, level, rule):
                 continue
 
-            # three drawings at the newest level, one at each older one: every (level, rule) pair
-            # is still broken and checked, at a third of the cost for the operators of many tables
-            @settings(QUICK, max_examples=3 if level == levels[-1] else 1)
+            # two drawings at the newest level, one at each older one: every (level, rule) pair is
+            # still broken and checked (and the conformance suite's invalid cells break each rule
+            # again, on every backend), at a fraction of the cost for the operators of many tables
+            @settings(QUICK, max_examples=2 if level == levels[-1] else 1)
             @given(invalid_cases(spec, level, rule))
             def check(case):
                 verdict = validate(spec, case.descriptor, case.feature_level)
