@@ -121,3 +121,19 @@ def test_gate_command_on_missing_reports_dir_is_a_usage_error(tmp_path, capsys):
     assert main(["gate", "--reports-dir", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "no such directory" in err and "Traceback" not in err
+
+
+def test_an_unseen_expectation_without_a_probe_is_stale_unless_it_names_a_flake(tmp_path):
+    """An expectation with no probe that explained none of its operator's cases in a run is
+    stale; a known flake (status flaky) shows in some runs only, so its absence is not."""
+    write_run(tmp_path, [_rec("a"), _rec("b")])
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "numpy.yaml").write_text(
+        "backend: numpy\nexpectations:\n"
+        "  - id: numpy-sign-crashes\n    operator: ELEMENT_WISE_SIGN\n    status: crashed\n    why: made up\n"
+        "  - id: numpy-sign-flakes\n    operator: ELEMENT_WISE_SIGN\n    status: flaky\n    why: made up\n")
+    result = evaluate_gate(list(read_records(tmp_path / "results")), load_manifest(tmp_path / "results"), expectations)
+    assert not result.passed
+    assert any("numpy:numpy-sign-crashes has no probe and explained none of 2 case(s)" in s for s in result.stale), result.stale
+    assert not any("numpy-sign-flakes" in s for s in result.stale), result.stale
