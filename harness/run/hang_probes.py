@@ -41,20 +41,18 @@ def hang_probe_expectation(item: pytest.Item, expectations: dict[str, Any]) -> s
     return expectation_id if any(e.id == expectation_id and e.hangs for e in found.items) else None
 
 
-def move_hang_probes_last(items: list[pytest.Item], is_hang_probe: Callable[[pytest.Item], bool],
-                          is_cell: Callable[[pytest.Item], bool] = lambda item: True) -> int:
-    """Reorder `items` in place: the known hangs' probes right after the last other conformance
-    cell (`is_cell`), each group in its own order (the same answer on every xdist worker, which
-    must collect one list). Returns how many were moved. pytest-xdist's load scheduler hands out
-    tests in this order, so a worker reaches a hang probe only once every other cell has been
-    handed out; tests that are no cells (a suite's own tests, collected in the same session) go
-    on after them, on the other workers while the probes wait, instead of leaving the probes'
-    limits as the session's tail."""
+def move_hang_probes_last(items: list[pytest.Item], is_hang_probe: Callable[[pytest.Item], bool]) -> int:
+    """Reorder `items` in place: the known hangs' probes after every other test, each group in its
+    own order (the same answer on every xdist worker, which must collect one list). Returns how
+    many were moved. pytest-xdist's load scheduler hands out tests in this order, so a worker
+    reaches a hang probe only once every other test has been handed out. (Placed right after the
+    last conformance cell instead, in a session that also runs other tests, a worker reaching a
+    probe could wait for the other worker's queue of cells, hundreds at a time: the clean-clone CI
+    with that order took 25 minutes against 20, part of it other work on the machine.)"""
     probes = [item for item in items if is_hang_probe(item)]
     if probes:
         rest = [item for item in items if not is_hang_probe(item)]
-        last_cell = max((i for i, item in enumerate(rest) if is_cell(item)), default=len(rest) - 1)
-        items[:] = rest[:last_cell + 1] + probes + rest[last_cell + 1:]
+        items[:] = rest + probes
     return len(probes)
 
 

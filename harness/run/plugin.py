@@ -407,7 +407,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for the shard's plan (pytest_collection_finish)."""
     run = cast(DmlConfig, config)
     if getattr(config, "dml_is_run", False):
-        move_hang_probes_last(items, _is_hang_probe(config), lambda item: _planned_cell(item, 1) is not None)
+        move_hang_probes_last(items, _is_hang_probe(config))
     shard = getattr(run, "dml_shard", None)
     if shard is None:
         return

@@ -199,10 +199,7 @@ def test_known_hang_probes_go_after_every_other_test_each_group_in_its_order():
     assert items == ["a", "b", "c", "d", "hang-1", "hang-2"]
     unchanged = ["a", "b"]
     assert move_hang_probes_last(unchanged, lambda item: False) == 0 and unchanged == ["a", "b"]
-    # in a session that also holds other tests: right after the last cell, the other tests after them
-    mixed = ["cell-a", "hang-1", "cell-b", "test-x", "hang-2", "test-y"]
-    assert move_hang_probes_last(mixed, lambda item: item.startswith("hang"), lambda item: item.startswith("cell")) == 2
-    assert mixed == ["cell-a", "cell-b", "hang-1", "hang-2", "test-x", "test-y"]
+
 
 
 def test_a_hang_probe_waits_for_every_other_cell_and_no_longer_than_a_stall(tmp_path):
