@@ -373,7 +373,7 @@ class DirectMLBackend:
             header, buffers = self.request_for(case)
             why = self._not_sent(header) if len(cases) > 1 else None
             if why is not None:
-                results[i] = (Crashed(why), Timing())
+                results[i] = (Crashed(why, sent=False), Timing())
                 continue
             pending.append((i, header, buffers))
         for chunk in _chunks(pending):
@@ -398,14 +398,14 @@ class DirectMLBackend:
             out: list[tuple[int, TimedResult]] = []
             for i, header, buffers in chunk:  # one by one, in order: each hang found is known to the next
                 why = self._not_sent(header)
-                out.append((i, (Crashed(why), Timing()) if why is not None
+                out.append((i, (Crashed(why, sent=False), Timing()) if why is not None
                             else self._remember_hang(header, self._timed_send(header, buffers))))
             return out
         position, crashed = culprit
         self._remember_hang(chunk[position][1], crashed)
         others = chunk[:position] + chunk[position + 1:]
         rest = [entry for entry in others if self._not_sent(entry[1]) is None]
-        skipped = [(i, (Crashed(why), Timing())) for i, header, _ in others if (why := self._not_sent(header)) is not None]
+        skipped = [(i, (Crashed(why, sent=False), Timing())) for i, header, _ in others if (why := self._not_sent(header)) is not None]
         return [(chunk[position][0], crashed)] + skipped + self._run_chunk(rest)
 
     def _not_sent(self, header: dict) -> str | None:

@@ -265,7 +265,8 @@ def _settle(backend: Backend, spec: OperatorSpec, case: Case, kind: str, answer:
     verdict = _verdict(spec, case, result, capabilities, level, expectations)
     seconds, stages = timing.seconds, dict(timing.stages)
     first: _Verdict | None = None
-    if verdict.status in FAILURES and not capabilities.is_reference:  # the reference's own answer cannot change
+    never_sent = isinstance(result, Crashed) and not result.sent  # nothing to run again: the backend held it back
+    if verdict.status in FAILURES and not capabilities.is_reference and not never_sent:  # the reference's answer cannot change
         rerun, again = _run_once(backend, case)
         first, verdict = verdict, _verdict(spec, case, rerun, capabilities, level, expectations)
         seconds += again.seconds
