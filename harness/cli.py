@@ -317,12 +317,6 @@ def _expectations_problem(args: argparse.Namespace, specs: SpecSet) -> str | Non
     return None
 
 
-# pytest-xdist's own remedy for cells of very unequal length: a worker that runs out takes half of
-# the longest queue. Its default `load` scheduler leaves a worker's queue where it is: on an NVIDIA
-# H200 (call 16) 84 cells waited behind one worker held by a new hang for five minutes while 15 idled.
-_WORK_STEALING = ["--dist", "worksteal"]
-
-
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     """The conformance run: the pytest suite with JUnit XML and Allure results under the reports dir."""
     import pytest
@@ -333,12 +327,20 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     reports = Path(args.reports_dir)
     reports.mkdir(parents=True, exist_ok=True)
     from harness.run.plugin import CONFORMANCE_MODULE
+    # Not pytest-xdist's `--dist worksteal`, though it moves a stuck worker's queue (call 16: 84 cells
+    # waited five minutes behind one worker held by a new hang): an xdist worker runs an item only
+    # once it holds the next one or a shutdown, and worksteal sends the shutdown only when nothing can be
+    # stolen. On an NVIDIA H200 (call 17) one worker held its last cell, waiting, while every other
+    # worker sat in a known hang's probe waiting for that cell (harness/run/hang_probes.py): five
+    # minutes, until the probes' stall limit. `load` shuts every worker down once the last (probe)
+    # items are handed out. A new hang now costs a worker about a minute (FAMILY_HANGS, no reruns of
+    # cases held back), not five.
     # the CLI imported Hypothesis before pytest starts: its plugin cannot be assert-rewritten, harmlessly
     pytest_args = [str(CONFORMANCE_MODULE), "-q", "-W", "ignore::pytest.PytestAssertRewriteWarning", "-p", "no:cacheprovider", "-p", "no:benchmark",
                    f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
                    f"--reports-dir={reports}", f"--specs-dir={args.specs_dir}",
                    *([f"--expectations-dir={_expectations_dir(args)}"] if args.expectations_dir else []),
-                   f"--hypothesis-profile={args.profile}", "-n", str(args.workers), *_WORK_STEALING]
+                   f"--hypothesis-profile={args.profile}", "-n", str(args.workers)]
     for name in args.backend or []:
         pytest_args.append(f"--backend={name}")
     for level in args.feature_level or []:
