@@ -43,13 +43,12 @@ from harness.model.facts import attribute_names, expression_scope
 from harness.reference.families.data_movement import strided_window_index
 from harness.reference.families.reduce import _extreme
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyPlugin, FamilyResult, evaluate_bound,
-                                                flush_f32_denormals, type_bound_variables)
+                                                flush_f32_denormals, toward_the_bound, type_bound_variables)
 from harness.reference.families.windowing import Window, window_positions
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
-EDGE = 0.999  # the legal device lands this far out within the bound (the rest absorbs fp32 flushes)
 
 
 def _var(spec: OperatorSpec, tensor: str) -> str:
@@ -230,6 +229,17 @@ def _finite_abs(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(values), np.abs(values), 0.0)
 
 
+def _read_wide(spec: OperatorSpec, inputs: dict[str, np.ndarray], param: str, flush: bool) -> np.ndarray:
+    """The input a family parameter names, in float64; with `flush`, as a legal device reads it
+    (fp32 denormals flushed to zeros of their sign)."""
+    value = np.asarray(inputs[_var(spec, param)])
+    if flush:
+        flushed = flush_f32_denormals(value)
+        value = value if flushed is None else flushed
+    with np.errstate(invalid="ignore"):
+        return value.astype(np.float64)
+
+
 def _affine_parts(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],
                   flush: bool) -> dict[str, tuple[np.ndarray, dict[str, object], np.ndarray]]:
     """mean_variance's exact outputs (float64), each with its bound variables and where a NaN input
@@ -244,12 +254,7 @@ def _affine_parts(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, 
     axes = tuple(sorted({int(a) for a in axes_expr.evaluate(names, facts)}))
 
     def read(key: str) -> np.ndarray:
-        value = np.asarray(inputs[_var(spec, family.params[key])])
-        if flush:
-            flushed = flush_f32_denormals(value)
-            value = value if flushed is None else flushed
-        with np.errstate(invalid="ignore"):
-            wide = value.astype(np.float64)
+        wide = _read_wide(spec, inputs, family.params[key], flush)
         return wide.reshape((1,) * (len(shape) - wide.ndim) + wide.shape)
 
     dy, x, mean, variance, scale = (read(k) for k in ("gradient", "input", "mean", "variance", "scale"))
@@ -479,12 +484,7 @@ def _local_parts(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     before = (w - 1) // 2
 
     def read(key: str) -> np.ndarray:
-        value = np.asarray(inputs[_var(spec, family.params[key])])
-        if flush:
-            flushed = flush_f32_denormals(value)
-            value = value if flushed is None else flushed
-        with np.errstate(invalid="ignore"):
-            return value.astype(np.float64)
+        return _read_wide(spec, inputs, family.params[key], flush)
 
     def attribute(key: str) -> float:
         raw = descriptor.attributes.get(family.params[key], spec.field(family.params[key]).default)
@@ -624,15 +624,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
         return result.outputs
     exact, atol = result.bounds[out_name]
     out = result.outputs[out_name]
-    with np.errstate(all="ignore"):
-        room = np.maximum(EDGE * atol - 2 * result.summaries["N"] * F32_SMALLEST_NORMAL, 0.0)
-    usable = np.isfinite(atol) & (room > 0) & np.isfinite(exact)
     sign = 1.0 if rng.random() < 0.5 else -1.0
-    with np.errstate(all="ignore"):
-        moved = np.where(usable, exact + sign * room, exact).astype(out.dtype)
-        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-        inward = np.nextafter(moved, exact.astype(out.dtype))
-    moved = np.where(beyond, inward, moved)
+    moved, usable = toward_the_bound(exact, atol, out.dtype, sign, reserve=2 * result.summaries["N"] * F32_SMALLEST_NORMAL)
     return {**result.outputs, out_name: np.where(usable, moved, out).astype(out.dtype)}
 
 
@@ -644,12 +637,7 @@ def _affine_edge(result: FamilyResult, rng: np.random.Generator) -> dict[str, np
     outputs = dict(result.outputs)
     for name, (exact, atol) in result.bounds.items():
         dtype = outputs[name].dtype
-        usable = np.isfinite(atol) & (atol > 0) & np.isfinite(exact)
-        with np.errstate(all="ignore"):
-            room = EDGE * atol
-            moved = np.where(usable, exact + sign * room, exact).astype(dtype)
-            beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-            moved = np.where(beyond, np.nextafter(moved, exact.astype(dtype)), moved)
+        moved, usable = toward_the_bound(exact, atol, dtype, sign)
         outputs[name] = np.where(usable, moved, outputs[name]).astype(dtype)
     return outputs
 

@@ -47,7 +47,7 @@ import numpy as np
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, flush_f32_denormals, one_input,
-                                                output_rule_masks, rule_hits, type_bound_variables)
+                                                output_rule_masks, rule_hits, toward_the_bound, type_bound_variables)
 from harness.reference.rounding import TRANSCENDENTAL_WINDOW, round_formula_near_midpoints
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
@@ -151,7 +151,6 @@ def _unspecified(spec: OperatorSpec, descriptor: Descriptor, var: str, grouped: 
 
 
 ACCUMULATING = ("lp", "mean_variance")  # the modes whose bounds read the group's accumulated magnitudes
-EDGE = 0.999  # the legal device lands this far out within an accumulating mode's bound
 
 
 def _epsilon(spec: OperatorSpec, descriptor: Descriptor) -> float:
@@ -556,13 +555,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
 def _moved(exact: np.ndarray, atol: np.ndarray, dtype: np.dtype, sign: float) -> np.ndarray:
     """`exact` moved by EDGE of `atol` the `sign` way, in `dtype`, rounded towards `exact` so that it
     stays inside; an infinite or zero bound, or a non-finite exact value, leaves the exact value."""
-    usable = np.isfinite(atol) & (atol > 0) & np.isfinite(exact)
-    with np.errstate(all="ignore"):
-        room = EDGE * atol
-        moved = np.where(usable, exact + sign * room, exact).astype(dtype)
-        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-        inward = np.nextafter(moved, exact.astype(dtype))
-        return np.where(beyond, inward, np.where(usable, moved, exact.astype(dtype))).astype(dtype)
+    moved, usable = toward_the_bound(exact, atol, dtype, sign)
+    return np.where(usable, moved, exact.astype(dtype)).astype(dtype)
 
 
 def _edge_of_bound(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray],

@@ -44,13 +44,12 @@ from harness.model.facts import expression_scope
 from harness.reference.families.matmul import _to_rank, dot_epilogue
 from harness.reference.families.reduce import _extreme
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyResult, evaluate_bound, flush_f32_denormals,
-                                                type_bound_variables)
+                                                toward_the_bound, type_bound_variables)
 from harness.reference.families.windowing import Window, window_positions
 from harness.spec.catalog import DataType
 from harness.spec.context import formula_context
 from harness.spec.model import OperatorSpec
 
-EDGE = 0.999  # the legal device lands this far out within the bound (the rest absorbs fp32 flushes)
 
 
 @dataclass
@@ -287,13 +286,6 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     count, divisor = result.summaries["N"], result.summaries["D"]
     with np.errstate(all="ignore"):
         reserve = np.where(divisor > 0, 2 * count * F32_SMALLEST_NORMAL / divisor, 0.0)
-        room = np.maximum(EDGE * atol - reserve, 0.0)
-    usable = np.isfinite(atol) & (room > 0) & np.isfinite(exact)
     sign = 1.0 if rng.random() < 0.5 else -1.0
-    with np.errstate(all="ignore"):
-        target = np.where(usable, exact + sign * room, exact)
-        moved = target.astype(out.dtype)
-        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-        inward = np.nextafter(moved, exact.astype(out.dtype))
-    moved = np.where(beyond, inward, moved)
+    moved, usable = toward_the_bound(exact, atol, out.dtype, sign, reserve)
     return {**result.outputs, out_name: np.where(usable, moved, out).astype(out.dtype)}

@@ -41,7 +41,7 @@ import numpy as np
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyPlugin, FamilyResult, evaluate_bound,
-                                                flush_f32_denormals, type_bound_variables)
+                                                flush_f32_denormals, toward_the_bound, type_bound_variables)
 from harness.spec.context import formula_context
 from harness.spec.expr import Formula
 from harness.spec.families import DECLARATIONS
@@ -49,7 +49,6 @@ from harness.spec.model import OperatorSpec
 
 F32_EPS = 2.0 ** -23
 POSITION_STEPS = 4.0  # a FLOAT32 position's error in steps of its magnitude: the division (2.5) and the subtraction (1)
-EDGE = 0.999  # the legal device lands this far out within the bound
 
 
 @dataclass
@@ -508,14 +507,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
         return {out_name: alternatives[-1] if alternatives else out}
     exact, atol = result.bounds[out_name]
     terms = np.asarray(result.summaries["terms"], dtype=np.float64)
-    with np.errstate(all="ignore"):
-        room = np.maximum(EDGE * atol - 2 * terms * F32_SMALLEST_NORMAL, 0.0)
-    usable = np.isfinite(atol) & (room > 0) & np.isfinite(exact)
     sign = 1.0 if rng.random() < 0.5 else -1.0
-    with np.errstate(all="ignore"):
-        moved = np.where(usable, exact + sign * room, exact).astype(out.dtype)
-        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-        moved = np.where(beyond, np.nextafter(moved, exact.astype(out.dtype)), moved)
+    moved, usable = toward_the_bound(exact, atol, out.dtype, sign, reserve=2 * terms * F32_SMALLEST_NORMAL)
     return {out_name: np.where(usable, moved, out).astype(out.dtype)}
 
 

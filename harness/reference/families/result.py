@@ -125,6 +125,27 @@ def flush_f32_denormals(x: np.ndarray) -> np.ndarray | None:
     return np.where(denormal, np.copysign(np.float32(0), x), x).astype(np.float32)
 
 
+EDGE = 0.999  # where a legal device lands within a bound: the rest of it absorbs what it did not model
+
+
+def toward_the_bound(exact: np.ndarray, atol: np.ndarray, dtype: np.dtype, sign: float,
+                     reserve: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(`exact` moved by EDGE of `atol`, less `reserve`, the `sign` way, in `dtype`; where it moves).
+
+    The worst legal device of the accumulating families: as far from the exact value as the
+    spec's bound allows, so a bound that is too tight fails it. The move is rounded towards the
+    exact value when `dtype` would carry it past the room; `reserve` keeps room for what the
+    device's inputs lost to fp32 flushes (the judge measures from the unflushed inputs). An
+    infinite or empty room, or a non-finite exact value, does not move (False)."""
+    with np.errstate(all="ignore"):
+        room = np.maximum(EDGE * atol - reserve, 0.0)
+        usable = np.isfinite(atol) & (room > 0) & np.isfinite(exact)
+        moved = np.where(usable, exact + sign * room, exact).astype(dtype)
+        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
+        moved = np.where(beyond, np.nextafter(moved, exact.astype(dtype)), moved)
+    return moved.astype(dtype), usable
+
+
 Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
 Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Generator], dict[str, np.ndarray]]
 

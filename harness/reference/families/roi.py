@@ -43,14 +43,14 @@ from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
 from harness.reference.families.reduce import _extreme
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyPlugin, FamilyResult, evaluate_bound,
-                                                flush_f32_denormals, output_rule_masks, type_bound_variables)
+                                                flush_f32_denormals, output_rule_masks, toward_the_bound,
+                                                type_bound_variables)
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
 from harness.spec.model import OperatorSpec
 
 F32_EPS = 2.0 ** -23
 MAX_SAMPLES = 64  # the most samples per cell and dimension the reference computes (more: samples_open)
-EDGE = 0.999  # the legal device lands this far out within the bound
 WHOLE_LIMIT = 2.0 ** 24  # beyond it FLOAT32 holds no longer every integer: a corner there is `nonfinite_roi`
 
 
@@ -402,14 +402,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
         return {out_name: out}
     exact, atol = result.bounds[out_name]
     terms = np.asarray(result.summaries.get("terms", np.ones_like(exact)), dtype=np.float64)
-    with np.errstate(all="ignore"):
-        room = np.maximum(EDGE * atol - 8 * terms * F32_SMALLEST_NORMAL, 0.0)
-    usable = np.isfinite(atol) & (room > 0) & np.isfinite(exact)
     sign = 1.0 if rng.random() < 0.5 else -1.0
-    with np.errstate(all="ignore"):
-        moved = np.where(usable, exact + sign * room, exact).astype(out.dtype)
-        beyond = usable & ~(np.abs(moved.astype(np.float64) - exact) <= room)
-        moved = np.where(beyond, np.nextafter(moved, exact.astype(out.dtype)), moved)
+    moved, usable = toward_the_bound(exact, atol, out.dtype, sign, reserve=8 * terms * F32_SMALLEST_NORMAL)
     return {out_name: np.where(usable, moved, out).astype(out.dtype)}
 
 
