@@ -39,12 +39,18 @@ def cache_dir() -> Path | None:
     return Path(base) / "dmlconform"
 
 
+ANSWERING_PACKAGES = ("generate", "model", "spec")  # import only each other: the code an answer depends on
+
+
 @lru_cache(maxsize=None)
 def code_digest() -> str:
-    """A digest of the harness package's Python source: answers found by other code are not reused."""
+    """A digest of the Python source that finds the answers (the generation, model and spec
+    packages, which import nothing else of the harness): answers found by other code are not
+    reused, while a change to the reference, the judge, the run or the reports (most commits)
+    keeps them; a whole-package digest made every such commit search the catalogue again."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.blake2b(digest_size=12)
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for package in ANSWERING_PACKAGES for p in (root / package).rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

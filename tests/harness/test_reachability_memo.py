@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +128,24 @@ def test_a_worker_reads_the_answers_another_appended_since(tmp_path):
     with path.open("a") as f:
         f.write('"members": []}\n')
     assert second.get("d", "GEMM", "6.4", "tensor.data_type") == []
+
+
+def test_the_memo_key_covers_all_the_code_an_answer_depends_on():
+    """The memo file is keyed by the source of the generation, model and spec packages only: that
+    holds while they import nothing else of the harness (an import of another package would let
+    its changes go unnoticed by the memo)."""
+    import ast
+
+    from harness.generate.reachability_memo import ANSWERING_PACKAGES
+    root = Path(__file__).resolve().parents[2] / "harness"
+    outside = []
+    for package in ANSWERING_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "harness" and (len(parts) < 2 or parts[1] not in ANSWERING_PACKAGES):
+                        outside.append(f"{path.relative_to(root)}: {name}")
+    assert not outside, outside
