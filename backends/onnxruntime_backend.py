@@ -26,7 +26,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.spec.source import SpecError, load_yaml
 from harness.model.blocks import spread_blocks
 from harness.model.layout import output_buffer, read_tensor
-from harness.spec.fused import fused_choice
+from harness.spec.fused import activation_items, fused_choice
 from harness.spec.load import load_specs
 from harness.spec.model import OperatorSpec, SpecSet
 from harness.model.validator import case_verdict
@@ -82,6 +82,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "resize": ("inputs", "modes"),  # the scales and offsets are the spec family's own (formula.family)
     "roi_pool": ("inputs", "spatial_scale"),
     "roi_align": ("inputs",),  # the scales, samples, offsets and modes are the spec family's own (formula.family)
+    "recurrent": ("op", "inputs", "results", "activations"),  # the directions are the spec family's own (formula.family)
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -248,7 +249,7 @@ class OnnxRuntimeBackend:
             "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
             "normalize": self._normalize, "quantized_node": self._quantized_node,
             "multi_output_node": self._multi_output_node, "resize": self._resize, "roi_pool": self._roi_pool,
-            "roi_align": self._roi_align}
+            "roi_align": self._roi_align, "recurrent": self._recurrent}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -952,6 +953,79 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         results = self._session(key, build).run(None, {f"i{k}": inputs[n] for k, n in enumerate(names)})
         return {name: np.asarray(value).reshape(shapes[len(names) + k]) for k, (name, value) in enumerate(zip(outs, results))}
+
+    def _recurrent(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One ONNX `op` node (RNN, GRU) on `inputs` (X, W, R, B, sequence_lens, initial_h: the spec's fields in
+        ONNX's order, each less DirectML's leading 1s; an absent one left out), its outputs Y and Y_h the
+        `results` fields. The direction is the spec family's (`backward`, `bidirectional`); the activation
+        array field `activations` gives ONNX's `activations` (each item's own single-node mapping's op)
+        and `activation_alpha` / `activation_beta` (each item's fields its mapping names alpha and beta,
+        in item order, only for the items that take them: how ONNX Runtime consumes the lists); `gates` (default 1)
+        divides W's third size into hidden_size, and the family's `linear_before_reset` becomes GRU's attribute."""
+        spec = self.specs.operator(d.operator)
+        family = spec.formula.family
+        assert family is not None
+        names_, facts = expression_scope(spec, d)
+        field = spec.field(entry["activations"])
+        acts, alphas, betas = [], [], []
+        for activation, values in activation_items(spec, field, d.attributes):
+            mapped = self.mapping.get(activation.name)
+            if mapped is None or mapped["builder"] != "node":
+                raise _Unsupported(f"no single-node ONNX mapping for the activation {activation.name}")
+            acts.append(mapped["op"])
+            attrs = mapped.get("attributes", {})
+            if "alpha" in attrs:
+                alphas.append(float(np.float32(values[attrs["alpha"]])))
+            if "beta" in attrs:
+                betas.append(float(np.float32(values[attrs["beta"]])))
+        bidirectional = bool(family.expression("bidirectional").evaluate(names_, facts))  # type: ignore[union-attr]
+        backward = bool(family.expression("backward").evaluate(names_, facts))  # type: ignore[union-attr]
+        direction = "bidirectional" if bidirectional else "reverse" if backward else "forward"
+        lbr = family.expression("linear_before_reset")
+        extra = {"linear_before_reset": int(bool(lbr.evaluate(names_, facts)))} if lbr is not None else {}
+        x_name, w_name = entry["inputs"][0], entry["inputs"][1]
+        in_type = _tensor(d, x_name).data_type
+        if in_type not in _ONNX_TYPES:
+            raise _Unsupported(f"ONNX has no {in_type}")
+        hidden = int(_tensor(d, w_name).sizes[2]) // int(entry.get("gates", 1))
+        fed: list[tuple[str, np.ndarray, str]] = []  # (ONNX input slot, value, type)
+        drops = (1, 1, 1, 2, 3, 1)  # DirectML's leading 1s per input (X, W, R, B, sequence_lens, initial_h)
+        slots: list[str] = []
+        for k, name in enumerate(entry["inputs"]):
+            desc = d.tensors.get(name)
+            if desc is None:
+                slots.append("")
+                continue
+            value = np.asarray(inputs[name]).reshape(list(desc.sizes)[drops[k]:])
+            if k == 4:
+                if value.size and int(value.max()) > 2**31 - 1:
+                    raise _Unsupported("ONNX's sequence_lens is int32: a length beyond 2^31 - 1")
+                value, vtype = value.astype(np.int32), "INT32"
+            else:
+                vtype = desc.data_type
+            slots.append(f"i{k}")
+            fed.append((f"i{k}", value, vtype))
+        while slots and not slots[-1]:
+            slots.pop()
+        outs = list(entry["results"])
+        shapes = [list(_tensor(d, n).sizes) for n in outs]
+        key = ("recurrent", entry["op"], direction, tuple(acts), tuple(alphas), tuple(betas), hidden, tuple(extra.items()),
+               tuple((n, v.shape, t) for n, v, t in fed))
+
+        def build() -> Any:
+            from onnx import helper
+            attrs: dict[str, Any] = {"direction": direction, "hidden_size": hidden, "activations": acts, **extra}
+            if alphas:
+                attrs["activation_alpha"] = alphas
+            if betas:
+                attrs["activation_beta"] = betas
+            node = helper.make_node(entry["op"], slots, ["y", "y_h"], **attrs)
+            graph = helper.make_graph(
+                [node], entry["op"], [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(v.shape)) for n, v, t in fed],
+                [helper.make_tensor_value_info(o, _ONNX_TYPES[in_type], None) for o in ("y", "y_h")])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+        results = self._session(key, build).run(None, {n: v for n, v, _ in fed})
+        return {name: np.asarray(value).reshape(shape) for name, value, shape in zip(outs, results, shapes)}
 
     def _nonzero(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX NonZero and a Transpose (its {rank, count} int64 indices as one row per element,

@@ -3,7 +3,7 @@
 # and the ONNX Runtime tables: `dmlconform spec table`. tests/harness/test_inventory.py checks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-table=$(.venv/bin/dmlconform spec table)
+table=$(.venv/bin/python -m harness.cli spec table)  # this checkout's code, also in a git worktree sharing .venv
 TABLE="$table" .venv/bin/python - <<'PY'
 import os, re
 path = "README.md"

@@ -22,7 +22,7 @@ from harness.model.descriptor import Case
 # backends.directml.dlls` (scripts/setup_directml.sh) must not find itself imported by its package
 # before it runs (RuntimeWarning: found in sys.modules ... prior to execution)
 from harness.model.layout import total_bytes
-from harness.spec.fused import fused_choice
+from harness.spec.fused import activation_items, fused_choice
 from harness.spec.load import load_specs
 from harness.spec.model import SpecSet
 from harness.model.validator import case_verdict
@@ -324,6 +324,12 @@ class DirectMLBackend:
                 fields.append({"kind": "struct", "present": int(present),
                                "members": [{"kind": "float" if c == "FLOAT" else "uint", "value": d.attributes.get(f"{f.name}.{m}", 0.0)}
                                            for m, c in f.struct]})
+            elif f.is_activation_array:  # consecutive DML_OPERATOR_DESCs, each an activation with null tensors; null when empty
+                fields.append({"kind": "opdescs", "items": [
+                    {"op_type": activation.operator_type, "fields": [
+                        {"kind": "tensor", "tensor": -1} if a.role != "attribute" else {"kind": "float", "value": values[a.name]}
+                        for a in activation.fields]}
+                    for activation, values in activation_items(spec, f, d.attributes)]})
             elif f.is_fused_activation:  # DML_OPERATOR_DESC of the named activation, null tensors; or a null pointer
                 activation = fused_choice(spec, f, d.attributes)
                 if activation is None:

@@ -7,8 +7,10 @@
  * A run request: {"cmd":"run","op_type":N,"key":"...","exec_flags":F,
  *   "fields":[{"kind":"tensor","tensor":i} | {"kind":"float"|"uint"|"int","value":v} | {"kind":"struct","present":p,"members":[..]}
  *             | {"kind":"array","items":[..]} | {"kind":"tensors","items":[i,..]}
- *             | {"kind":"opdesc","present":p,"op_type":N,"fields":[..]} | {"kind":"union","hex":"16 hex digits"}],
- *   (opdesc: a fused activation, recursive; union: a DML_SCALAR_UNION's 8 bytes inline)
+ *             | {"kind":"opdesc","present":p,"op_type":N,"fields":[..]} | {"kind":"union","hex":"16 hex digits"}
+ *             | {"kind":"opdescs","items":[{"op_type":N,"fields":[..]},..]}],
+ *   (opdesc: a fused activation, recursive; opdescs: an array of them, consecutive DML_OPERATOR_DESCs;
+ *    union: a DML_SCALAR_UNION's 8 bytes inline)
  *   "tensors":[{"present":1,"role":"input"|"output","data_type":T,"flags":F,"sizes":[..],"strides":[..]|null,
  *               "total_bytes":B,"alignment":A,"buffer":k,"alias":j}]}   (alias: output bound to input tensor j)
  * Input buffers arrive in the order of the tensors that have "buffer" >= 0 (in a batch, "buffer" indexes
@@ -399,7 +401,7 @@ static unsigned char array_storage[MAX_ARRAYS][MAX_ARRAY_ITEMS * 4]; /* what arr
 #define MAX_STRUCTS 8
 static unsigned char struct_storage[MAX_STRUCTS][64]; /* what struct-pointer fields point to, per request */
 
-#define MAX_NESTED 4
+#define MAX_NESTED 12 /* a bidirectional LSTM's 6 activations, and room for more */
 static unsigned char nested_storage[MAX_NESTED][256]; /* nested operator descs (fused activations), per request */
 static DML_OPERATOR_DESC nested_ops[MAX_NESTED];
 
@@ -462,6 +464,18 @@ static int pack_fields(jnode *fields, const run_tensors *t, unsigned char *out, 
                 if (!pack_fields(jget(f, "fields"), t, nested_storage[k], sizeof nested_storage[0], ps, depth + 1)) return 0;
                 nested_ops[k].Type = (UINT)jnum(f, "op_type", 0); nested_ops[k].Desc = nested_storage[k];
                 p = &nested_ops[k];
+            }
+            off = put_pointer(out, off, cap, p);
+        } else if (!strcmp(kind, "opdescs")) { /* an array of fused activations: consecutive DML_OPERATOR_DESCs, or NULL */
+            jnode *items = jget(f, "items"); const void *p = NULL; int j, k0;
+            if (items && items->count > 0) {
+                if (ps->nnested + items->count > MAX_NESTED || depth >= 2) return 0;
+                k0 = ps->nnested; ps->nnested += items->count;
+                for (j = 0; j < items->count; j++) {
+                    if (!pack_fields(jget(items->items[j], "fields"), t, nested_storage[k0 + j], sizeof nested_storage[0], ps, depth + 1)) return 0;
+                    nested_ops[k0 + j].Type = (UINT)jnum(items->items[j], "op_type", 0); nested_ops[k0 + j].Desc = nested_storage[k0 + j];
+                }
+                p = &nested_ops[k0];
             }
             off = put_pointer(out, off, cap, p);
         } else if (!strcmp(kind, "union")) { /* DML_SCALAR_UNION: 8 bytes inline, 8-byte aligned, from 16 hex digits */

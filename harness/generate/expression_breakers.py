@@ -22,7 +22,8 @@ from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
 from harness.spec.model import OperatorSpec
 from harness.generate.layouts import reset_layout
-from harness.generate.strategies import dependent_values, derive_sizes, domain_reads
+from harness.generate.strategies import dependent_values, derive_sizes, domain_reads, first_activation_values
+from harness.spec.fused import item_field
 from harness.spec.shape_expr import is_free
 from harness.generate.types import coverage_plan
 
@@ -62,7 +63,28 @@ def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] 
     return True
 
 
+def _activation_array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    """An array of fused activations one item longer (its first item repeated, with its fields) or
+    one shorter: what breaks a rule on its count."""
+    for f in spec.attribute_fields:
+        values = list(d.attributes.get(f.name, [])) if f.is_activation_array else []
+        if not values:
+            continue
+        def repeat_first(x: Descriptor, n: str = f.name) -> None:
+            x.attributes[n].append(x.attributes[n][0])
+            first, added = item_field(n, 0) + ".", item_field(n, len(x.attributes[n]) - 1) + "."
+            x.attributes.update({added + k[len(first):]: v for k, v in list(x.attributes.items()) if k.startswith(first)})
+        def drop_last(x: Descriptor, n: str = f.name) -> None:
+            x.attributes[n].pop()
+            last = item_field(n, len(x.attributes[n])) + "."
+            for k in [k for k in x.attributes if k.startswith(last)]:
+                del x.attributes[k]
+        yield f"{f.name} repeats its first activation", repeat_first
+        yield f"{f.name} drops its last activation", drop_last
+
+
 def _array_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutation]:
+    yield from _activation_array_mutations(spec, d)
     ranks = [t.dim_count for t in d.tensors.values() if t is not None]
     rank = max(ranks) if ranks else 4
     for f in spec.attribute_fields:
@@ -291,6 +313,7 @@ def reachable(spec: OperatorSpec, level: str, rule: str, member: str | None = No
             d = Descriptor(spec.name, {n: None if t is None else replace(t, sizes=list(t.sizes)) for n, t in tensors.items()},
                            {**spec.default_attributes(), **choice, **spec.variant_attributes(member)})
             d.attributes.update(first_array_values(spec, d))
+            d.attributes.update(first_activation_values(spec, level, d.attributes))
             if derived and not rederive(spec, d):
                 continue
             if validate(spec, d, level).accepted:

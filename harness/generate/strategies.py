@@ -13,11 +13,12 @@ import numpy as np
 from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import expression_scope, level_guarded
+from harness.model.facts import attribute_names, expression_scope, level_guarded
 from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
 from harness.spec.model import AttributePool, OperatorSpec, enum_members
-from harness.spec.shape_expr import is_free
+from harness.spec.fused import item_field
+from harness.spec.shape_expr import is_free, parse_shape_expr
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
 from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_strategy, layout_tags, sizes_strategy
@@ -98,7 +99,7 @@ def _fused_values(draw: st.DrawFn, spec: OperatorSpec, level: str) -> dict[str, 
     (`Field.Member`)."""
     out: dict[str, float] = {}
     for f in spec.attribute_fields:
-        if not f.is_fused_activation:
+        if not f.is_fused_activation or f.is_activation_array:
             continue
         allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
         if not allowed or draw(st.integers(0, 2)) == 0:
@@ -108,6 +109,52 @@ def _fused_values(draw: st.DrawFn, spec: OperatorSpec, level: str) -> dict[str, 
         strategies = _attribute_values(activation)
         for a in activation.attribute_fields:
             out[f"{f.name}.{a.name}"] = float(draw(strategies[a.name]))
+    return out
+
+
+@st.composite
+def _activation_array_values(draw: st.DrawFn, spec: OperatorSpec, level: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Each array of fused activations: as many items as its `items` expression says over the
+    attributes drawn so far (the direction), each an allowed activation available at `level` with
+    its fields from its own `attribute_values` (`<Field>_<k>.<Member>`)."""
+    out: dict[str, Any] = {}
+    for f in spec.attribute_fields:
+        if not f.is_activation_array or f.items is None:
+            continue
+        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
+        names = attribute_names(spec, attributes)
+        count = int(parse_shape_expr(f.items, set(names), set()).evaluate(names, {}))
+        if not allowed and count:
+            reject()
+        types: list[float] = []
+        for slot in range(count):
+            activation = draw(st.sampled_from(allowed))
+            types.append(float(activation.operator_type))
+            strategies = _attribute_values(activation)
+            for a in activation.attribute_fields:
+                out[f"{item_field(f.name, slot)}.{a.name}"] = float(draw(strategies[a.name]))
+        out[f.name] = types
+    return out
+
+
+def first_activation_values(spec: OperatorSpec, level: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """Each array of fused activations as its `items` expression says, every item the first allowed
+    activation available at `level` with each field's first pool value (a fixed valid descriptor:
+    harness.generate.expression_breakers.reachable)."""
+    out: dict[str, Any] = {}
+    for f in spec.attribute_fields:
+        if not f.is_activation_array or f.items is None:
+            continue
+        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
+        names = attribute_names(spec, attributes)
+        count = int(parse_shape_expr(f.items, set(names), set()).evaluate(names, {})) if allowed else 0
+        for slot in range(count):
+            activation = allowed[0]
+            for a in activation.attribute_fields:
+                pools = activation.attribute_values.get(a.name, {})
+                first = (list(pools.get("ordinary", [])) or [a.default if a.default is not None else 0.0])[0]
+                out[f"{item_field(f.name, slot)}.{a.name}"] = float(np.float32(first))
+        out[f.name] = [float(allowed[0].operator_type)] * count if allowed else []
     return out
 
 
@@ -161,6 +208,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     attributes.update(spec.variant_attributes(member))  # the member the cell's table is for
     attributes.update(draw(_struct_values(spec)))
     attributes.update(draw(_fused_values(spec, level)))
+    attributes.update(draw(_activation_array_values(spec, level, attributes)))
     shared_sizes = draw(sizes_strategy(dim_count, config))
     tensors: dict[str, TensorDesc | None] = {}
     for f in spec.tensor_fields:

@@ -41,6 +41,7 @@ from harness.judge.diff import DiffResult
 from harness.judge.expectation_schema import (EXPECTATION_SCHEMA, MAX_PROBE_ELEMENTS, MISMATCH_ONLY, STATUS_ONLY,
                                               loop_problem)
 from harness.judge.status import Status
+from harness.spec.fused import MAX_ACTIVATION_ITEMS, item_field
 from harness.spec.expr import Formula, FormulaError, is_f32_denormal, parse_formula
 from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 from harness.spec.source import MAX_FILE_BYTES, KeyPath, SpecError, load_yaml
@@ -578,6 +579,8 @@ def _attribute_name_problem(spec: "OperatorSpec", name: str) -> str | None:
     fused activation's member as Field.Member), or None."""
     base, dot, member = name.partition(".")
     fields = {f.name: f for f in spec.attribute_fields}
+    # an activation array's item k: its members are `<Field>_<k>.<Member>`
+    fields.update({item_field(g.name, k): g for g in spec.attribute_fields if g.is_activation_array for k in range(MAX_ACTIVATION_ITEMS)})
     f = fields.get(base)
     if f is None:
         settable = sorted(n for n, g in fields.items() if not g.is_count)
@@ -665,11 +668,12 @@ def _check_probe(src: "SourcedYaml", where: KeyPath, item: Expectation, spec: "O
     for name, value in probe.get("attributes", {}).items():
         problem = _attribute_name_problem(spec, name)
         if problem is None:
-            f = spec.field(name.partition(".")[0])
-            if f.is_array and "." not in name and not isinstance(value, list):
-                problem = f"{name} is an array ({f.c_type}): expected a list of numbers"
-            elif not (f.is_array and "." not in name) and isinstance(value, list):
-                problem = f"{name} is a {f.c_type if '.' not in name else 'member'}: expected a number, not a list"
+            f = spec.field(name.partition(".")[0]) if "." not in name else None
+            listed = f is not None and (f.is_array or f.is_activation_array)
+            if listed and not isinstance(value, list):
+                problem = f"{name} is an array ({f.c_type}): expected a list of numbers"  # type: ignore[union-attr]
+            elif not listed and isinstance(value, list):
+                problem = f"{name} is a {f.c_type if f is not None else 'member'}: expected a number, not a list"
         if problem:
             raise src.error(where + ("attributes", name), problem)
     _check_probe_case(src, where, item, spec, specs)

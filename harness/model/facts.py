@@ -30,7 +30,7 @@ def attribute_names(spec: OperatorSpec, attributes: dict[str, Any]) -> dict[str,
     for f in spec.attribute_fields:
         if f.struct is not None:
             continue
-        if f.is_array:
+        if f.is_array or f.is_activation_array:  # an activation array: its items' operator types
             names[f.name] = [_plain(v) if f.element == "FLOAT" else int(v) for v in attributes.get(f.name, [])]
         elif f.is_count:
             if (f.count_of or ("",))[0] in spec.tensor_arrays:

@@ -14,6 +14,7 @@ from harness.model.facts import attribute_names, expression_scope, level_facts, 
 from harness.model.layout import MAX_ELEMENTS, effective_strides, element_count, minimum_bytes, output_overlaps, total_bytes
 from harness.model.backend import Rejected, Unsupported
 from harness.spec.model import OperatorSpec, SpecSet
+from harness.spec.fused import activation_items
 from harness.spec.shape_expr import aligned, is_free
 
 KNOWN_FLAGS = 0x1  # DML_TENSOR_FLAG_OWNED_BY_DML
@@ -187,7 +188,12 @@ def validate(spec: OperatorSpec, descriptor: Descriptor, level: str) -> Verdict:
                 out.append(Violation("attribute.enum_value", None, f"{f.name} = {value:g} is not a member of {f.c_type} "
                                                                    f"({', '.join(f'{k}={v}' for k, v in f.enum.items())})"))
 
-        if f.is_fused_activation:  # the activation a descriptor names must exist at the device's level too
+        if f.is_activation_array:  # each activation the array lists must exist at the device's level too
+            for slot, (item, _) in enumerate(activation_items(spec, f, descriptor.attributes)):
+                if not item.available_at(level):
+                    out.append(Violation("fused_activation.unavailable", None, f"{f.name}[{slot}] names {item.name}, introduced at "
+                                                                               f"FL {item.introduced}; device is FL {level}"))
+        elif f.is_fused_activation:  # the activation a descriptor names must exist at the device's level too
             activation = spec.activations.get(f.name, {}).get(int(descriptor.attributes.get(f.name) or -1))
             if activation is not None and not activation.available_at(level):
                 out.append(Violation("fused_activation.unavailable", None, f"{f.name} names {activation.name}, introduced at "

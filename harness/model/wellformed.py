@@ -26,11 +26,12 @@ import numpy as np
 # and re-exported here, with check_case
 from harness.model.caseformat import CaseFormatError, is_integer, short
 from harness.model.layout import total_bytes
+from harness.spec.fused import MAX_ACTIVATION_ITEMS, item_field
 
 if TYPE_CHECKING:
     from harness.spec.catalog import Catalog
     from harness.model.descriptor import Case, TensorDesc
-    from harness.spec.model import OperatorSpec
+    from harness.spec.model import FieldSpec, OperatorSpec
 
 UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
@@ -198,6 +199,30 @@ def check_aliases(spec: OperatorSpec, case: Case) -> None:
         bound[source] = output
 
 
+def _check_activation_array(spec: OperatorSpec, f: FieldSpec, attributes: dict, c_types: dict[str, str],
+                            arrays: dict[str, str | None]) -> None:
+    """An array of fused activations: a list of allowed activations' operator types (its count field
+    is the list's length), item k's fields as members `<Field>_<k>.<Member>`, all of them."""
+    items = attributes.get(f.name)
+    allowed = spec.activations.get(f.name, {})
+    names = ", ".join(f"{t} ({a.name})" for t, a in sorted(allowed.items())) or "none"
+    if not isinstance(items, list) or len(items) > MAX_ACTIVATION_ITEMS:
+        raise CaseFormatError(f"descriptor.attributes.{f.name}", f"an array of fused activations (with {f.count}) must be a list of at most "
+                                                                 f"{MAX_ACTIVATION_ITEMS} operator types of allowed activations ({names})")
+    arrays[f.name] = "UINT"
+    c_types[f.name] = "UINT"
+    for slot, value in enumerate(items):
+        whole = is_integer(value) or (isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer())
+        if not whole or int(value) not in allowed:
+            raise CaseFormatError(f"descriptor.attributes.{f.name}[{slot}]", f"{short(value)} is not the operator type of an allowed "
+                                                                             f"fused activation ({names})")
+        activation, prefix = allowed[int(value)], item_field(f.name, slot)
+        c_types.update({f"{prefix}.{a.name}": a.c_type for a in activation.attribute_fields})
+        missing = [f"{prefix}.{a.name}" for a in activation.attribute_fields if f"{prefix}.{a.name}" not in attributes]
+        if missing:
+            raise CaseFormatError(f"descriptor.attributes.{f.name}[{slot}]", f"{activation.name} needs every field: missing {', '.join(missing)}")
+
+
 def check_case(case: Case, spec: OperatorSpec) -> None:
     """Raise CaseFormatError unless every field of `case` is representable in DirectML's C structs
     and every input buffer is as long as its descriptor says; the cheap checks run first and a
@@ -235,6 +260,9 @@ def check_case(case: Case, spec: OperatorSpec) -> None:
                                                                          f"missing {', '.join(missing)}")
     for f in spec.attribute_fields:  # a fused activation: an allowed activation's operator type, then its fields as members
         if not f.is_fused_activation:
+            continue
+        if f.is_activation_array:
+            _check_activation_array(spec, f, case.descriptor.attributes, c_types, arrays)
             continue
         c_types[f.name] = "UINT"
         value = case.descriptor.attributes.get(f.name)

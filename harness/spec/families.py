@@ -36,7 +36,7 @@ from harness.spec.shape_expr import ShapeExpr, parse_shape_expr
 
 @dataclass(frozen=True)
 class Param:
-    kind: str  # choice | array | scalar | output | input | union | tensor_array | expression | bounds
+    kind: str  # choice | array | scalar | output | input | union | tensor_array | activations | expression | bounds
     required: bool = True
     choices: tuple[str, ...] = ()
     meaning: str = ""
@@ -64,6 +64,9 @@ class FamilyDeclaration:
     # the parameter whose value a Param's `modes` name (an optional one absent reads as its first
     # choice, so that a spec written before the modes existed keeps its meaning)
     mode_key: str = "mode"
+    # `bounds` keys beside the mode's choices: a family whose error grows through several stages
+    # states one bound per stage (the recurrent family: each step's accumulation, the activation's own)
+    bound_keys: tuple[str, ...] = ()
 
 
 REDUCTION_COMBINES = ("argmax", "argmin", "sum", "multiply", "average", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
@@ -814,11 +817,60 @@ ROI_FAMILY = FamilyDeclaration(
 
 # Every family, by name: what the spec loader checks a `formula.family` against, and what the
 # reference's plug-ins (harness.reference.families, one module each) declare they compute.
+RECURRENT_FAMILY = FamilyDeclaration(
+    "recurrent",
+    params={
+        "mode": Param("choice", choices=("rnn", "gru"),
+                      meaning="rnn: per step t and direction, H_t = f(X_t W^T + H_(t-1) R^T + Wb + Rb), f the direction's "
+                              "activation from the array; gru: gates z, r (activation f) and h (activation g) stacked in "
+                              "W, R and the biases, H_t = (1 - z) h + z H_(t-1) (harness/reference/families/recurrent.py)"),
+        "input": Param("input", meaning="X {1, seq_length, batch, input_size}"),
+        "weight": Param("input", meaning="W {1, directions, gates * hidden, input_size}"),
+        "recurrence": Param("input", meaning="R {1, directions, gates * hidden, hidden}"),
+        "bias": Param("input", required=False, meaning="{1, 1, directions, 2 * gates * hidden}: Wb then Rb (absent: 0)"),
+        "hidden_init": Param("input", required=False, meaning="H_(-1) {1, directions, batch, hidden} (absent: 0)"),
+        "sequence_lengths": Param("input", required=False,
+                                  meaning="{1, 1, 1, batch} UINT32: each batch row's steps (absent: seq_length); a backward "
+                                          "direction starts at its row's last step"),
+        "sequence": Param("output", meaning="every step's H_t {seq_length, directions, batch, hidden}"),
+        "single": Param("output", meaning="each direction's last H_t {1, directions, batch, hidden}"),
+        "activations": Param("activations", meaning="the activation array field: per direction, the mode's activations in order"),
+        "backward": Param("expression", meaning="true: one direction, run from the last step to the first"),
+        "linear_before_reset": Param("expression", modes=("gru",),
+                                     meaning="true: the hidden gate applies R_h (and its bias) before the reset gate's product"),
+        "bidirectional": Param("expression", meaning="true: two directions, forward (index 0) and backward (index 1)"),
+        "bounds": Param("bounds", required=False,
+                        meaning="per mode, the error of one step's pre-activation sums; `activation`: an activation's own "
+                                "error; `blend`: the rounding of a gated blend of states (over sum_abs, the blend's "
+                                "|parts|); the plug-in propagates them through the steps"),
+    },
+    element_variables={
+        "past_length": "1 where the element's step lies at or past its batch row's sequence length, else 0",
+        "length_open": "1 where its batch row's sequence length is 0 or beyond seq_length, else 0",
+        "nonfinite_in": "1 where a non-finite value (an input, or a step's result) feeds the element, else 0",
+    },
+    bound_variables={
+        "K": "the terms of one pre-activation sum: input_size + hidden + 2 (the two biases)",
+        "sum_abs": "the sum of |term| over those K terms (|x_i w_i|, |h_j r_j|, |Wb|, |Rb|), exact values",
+        "sum_inputs": "the sum of |factor| over the K terms' factors (what flushing an fp32 denormal factor can move)",
+        "y": "the activation's exact output at the step",
+        "z": "its exact input (the pre-activation)",
+        "slope": "the activation's largest |f(z') - f(z)| / |z' - z| over z' within the propagated error (0 when that is 0)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10)",
+        "tiny": "FLOAT32's smallest normal, 2^-126",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result",
+    },
+    bound_keys=("activation", "blend"),
+)
+
+
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
                                                                     MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
                                                                     NORMALIZE_FAMILY, GENERATOR_FAMILY,
                                                                     QUANTIZE_DYNAMIC_FAMILY, RESAMPLE_FAMILY,
-                                                                    GRADIENT_FAMILY, ROI_FAMILY)}
+                                                                    GRADIENT_FAMILY, ROI_FAMILY, RECURRENT_FAMILY)}
 
 
 @dataclass(frozen=True)
@@ -925,6 +977,7 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
     # a constant's field: a DML_SCALAR_UNION, or a FLOAT that the operator converts
     unions = {f.name for f in fields if getattr(f, "is_scalar_union", False) or (f.role == "attribute" and f.c_type == "FLOAT")}
     tensor_arrays = {f.array_of for f in fields if getattr(f, "array_of", None)}
+    activation_arrays = {f.name for f in fields if getattr(f, "is_activation_array", False)}
     mode = raw.get(declaration.mode_key)
     mode_param = declared.get(declaration.mode_key)
     if mode is None and mode_param is not None and not mode_param.required and mode_param.choices:
@@ -953,9 +1006,9 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
             params[key] = value
         elif param.kind == "bounds":
             continue  # read below, once the choices of combine are known
-        elif param.kind in ("array", "scalar", "output", "input", "union", "tensor_array"):
+        elif param.kind in ("array", "scalar", "output", "input", "union", "tensor_array", "activations"):
             allowed = {"array": arrays, "scalar": scalars, "output": outputs, "input": inputs, "union": unions,
-                       "tensor_array": tensor_arrays}[param.kind]
+                       "tensor_array": tensor_arrays, "activations": activation_arrays}[param.kind]
             if value not in allowed:
                 raise FormulaError(f"{key}: {value!r} is not {'an' if param.kind != 'scalar' else 'a'} {param.kind} field "
                                    f"({', '.join(sorted(allowed)) or 'none'})")
@@ -968,6 +1021,6 @@ def read_family(raw: dict, fields: list, names: set[str], tensors: set[str]) -> 
                 else tuple(formula_variables(name)))
         # an optional output a family fills beside its main one (a statistic) has its own bound, keyed by the parameter
         keys = tuple(keys) + tuple(k for k, p in declaration.params.items() if p.kind == "output" and not p.required
-                                   and k in params)
+                                   and k in params) + declaration.bound_keys
         params["bounds"] = _read_bounds(raw["bounds"], name, keys)
     return family

@@ -34,7 +34,7 @@ def members(activation: OperatorSpec) -> tuple[tuple[str, str], ...]:
 def fused_choice(spec: OperatorSpec, field: FieldSpec, attributes: dict) -> OperatorSpec | None:
     """The activation a descriptor names in `field`, or None (a null pointer)."""
     value = attributes.get(field.name)
-    if value is None:
+    if value is None or field.is_activation_array:
         return None
     return spec.activations.get(field.name, {}).get(int(value))
 
@@ -90,9 +90,34 @@ def with_fused_activations(spec: OperatorSpec, descriptor: Descriptor) -> Operat
     """`spec` with the formula this descriptor computes: each fused activation it names applied to
     the result (the spec itself when it names none)."""
     for field in spec.attribute_fields:
-        if not field.is_fused_activation:
+        if not field.is_fused_activation or field.is_activation_array:  # an array's items are the family's to apply
             continue
         activation = fused_choice(spec, field, descriptor.attributes)
         if activation is not None:
             spec = _fused_spec(spec, field.name, activation)
     return spec
+
+# the most items an activation array holds (three gates in each of two directions: 6); the DirectML runner's
+# nested storage holds at least this many
+MAX_ACTIVATION_ITEMS = 8
+
+
+def item_field(field: str, slot: int) -> str:
+    """The name item `slot` of an activation array goes by in a descriptor: `<Field>_<slot>`, its
+    members `<Field>_<slot>.<Member>` (as a tensor array's items are `<Array>_<slot>`)."""
+    return f"{field}_{slot}"
+
+
+def activation_items(spec: OperatorSpec, field: FieldSpec, attributes: dict) -> list[tuple[OperatorSpec, dict[str, float]]]:
+    """The activations a descriptor lists in the activation array `field`, in order, each with its
+    fields' values by their own names (`Alpha`); an item naming no allowed activation is left out
+    (the case-file check refuses such a descriptor first)."""
+    allowed = spec.activations.get(field.name, {})
+    out: list[tuple[OperatorSpec, dict[str, float]]] = []
+    for slot, value in enumerate(attributes.get(field.name) or []):
+        activation = allowed.get(int(value))
+        if activation is None:
+            continue
+        prefix = item_field(field.name, slot)
+        out.append((activation, {a.name: float(attributes.get(f"{prefix}.{a.name}", 0.0)) for a in activation.attribute_fields}))
+    return out

@@ -38,6 +38,9 @@ class FieldSpec:
     count_of: tuple[str, ...] | None = None  # a count field: the arrays whose length it is (never set by a descriptor)
     activations: tuple[str, ...] | None = None  # a fused activation (`const DML_OPERATOR_DESC*`): the specs it may name
     typed_by: str | None = None  # a DML_SCALAR_UNION: the DML_TENSOR_DATA_TYPE field that says which member it holds
+    # an array of fused activations (`_Field_size_(Count) const DML_OPERATOR_DESC*`, `activations` and
+    # `count`): the shape expression giving how many items a descriptor holds (what generation draws)
+    items: str | None = None
     # one item of a tensor array (`const DML_TENSOR_DESC*` with `count` and `max_items`): the array's
     # name and the item's position. The spec names the array once; the model holds one tensor field
     # per item, `{array}_{slot}`, item 0 required and the others optional, present as a prefix.
@@ -60,6 +63,12 @@ class FieldSpec:
     @property
     def is_fused_activation(self) -> bool:
         return self.activations is not None
+
+    @property
+    def is_activation_array(self) -> bool:
+        """An array of fused activations (`activations` with a `count` field): consecutive
+        DML_OPERATOR_DESCs, each an allowed activation."""
+        return self.activations is not None and self.count is not None
 
     @property
     def is_array(self) -> bool:

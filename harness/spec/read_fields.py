@@ -89,7 +89,13 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
         if raw["role"] == "attribute":
             c_type = raw["c_type"]
             pointee = c_type[len("const "):-1].strip() if c_type.startswith("const ") and c_type.endswith("*") else None
-            if "count" in raw:  # an array: `const UINT*` (or INT, FLOAT) whose length another field holds
+            if "items" in raw and not ("activations" in raw and "count" in raw):
+                raise src.error(("fields", index, "items"), "only an array of fused activations (`activations` and `count`) takes items")
+            if "count" in raw and c_type == OPERATOR_DESC_POINTER:  # an array of fused activations
+                if "activations" not in raw or "items" not in raw or "default" in raw:
+                    raise src.error(("fields", index), f"an array of {OPERATOR_DESC_POINTER!r} lists its `activations`, says how many "
+                                                       f"`items` a descriptor holds (a shape expression) and takes no default")
+            elif "count" in raw:  # an array: `const UINT*` (or INT, FLOAT) whose length another field holds
                 if pointee not in SCALAR_ATTRIBUTE_TYPES:
                     raise src.error(("fields", index, "c_type"), f"an array field's c_type is a pointer to one of "
                                                                  f"{', '.join(SCALAR_ATTRIBUTE_TYPES)}, found {c_type!r}")
@@ -120,8 +126,15 @@ def _read_fields(src: SourcedYaml, data: dict, catalog: Catalog) -> tuple[list[F
                                                              f"found {c_type!r}")
         fields.append(FieldSpec(raw["name"], raw["role"], raw["c_type"], raw.get("default"), enum, struct, element,
                                 raw.get("count"), _names(raw["count_of"]) if "count_of" in raw else None,
-                                tuple(raw["activations"]) if "activations" in raw else None, raw.get("typed_by")))
+                                tuple(raw["activations"]) if "activations" in raw else None, raw.get("typed_by"),
+                                items=raw.get("items")))
         raw_index.append(index)
+    for model_index, f in enumerate(fields):  # an activation array's item count reads attributes only (drawn before the tensors)
+        if f.items is not None:
+            try:
+                parse_shape_expr(f.items, shape_names(fields), set())
+            except FormulaError as err:
+                raise src.error(("fields", raw_index[model_index], "items"), f"items: {err}") from None
     roles = _Roles(tensors={f.name for f in fields if f.role != "attribute"},
                    inputs={f.name for f in fields if f.role == "input"},
                    outputs={f.name for f in fields if f.role == "output"},

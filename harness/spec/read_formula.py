@@ -344,7 +344,9 @@ def _read_examples(src: SourcedYaml, data: dict, catalog: Catalog, roles: _Roles
             if tname not in roles.outputs:
                 raise src.error(path + ("expected", tname), f"{tname!r} is not an output field")
         for aname in raw.get("attributes", {}):  # "Field", or "Field.Member" of a struct pointer or fused activation
-            if aname.split(".")[0] not in roles.attributes:
+            base = aname.split(".")[0]  # an activation array's item k: "Field_k.Member"
+            item_of = base.rpartition("_")[0] if "." in aname and base.rpartition("_")[2].isdigit() else None
+            if base not in roles.attributes and item_of not in roles.attributes:
                 raise src.error(path + ("attributes", aname), f"{aname!r} is not an attribute field")
         _check_example(src, path, raw, catalog)
         examples.append(Example(raw["name"], raw["source"], dict(raw["types"]),

@@ -103,6 +103,7 @@ OPERATOR_SCHEMA: dict = {
                     "max_items": {"type": "integer", "minimum": 1, "maximum": 8},
                     "count_of": {"oneOf": [_NAME, {"type": "array", "items": _NAME, "minItems": 1}]},
                     "activations": {"type": "array", "items": _NAME, "minItems": 1, "uniqueItems": True},
+                    "items": {"type": "string"},
                     "typed_by": _NAME,
                     "source": {"type": "string"},
                 },

@@ -43,6 +43,9 @@ def render_spec(spec: OperatorSpec, level: str | None) -> str:
             if f.is_count:
                 lines.append(f"    {f.name} ({f.c_type}), the length of {', '.join(f.count_of or ())}")
                 continue
+            if f.is_activation_array:
+                lines.append(f"    {f.name} ({f.c_type}), {f.items} fused activations of: {', '.join(f.activations or ())}")
+                continue
             if f.is_fused_activation:
                 lines.append(f"    {f.name} ({f.c_type}), null or a fused activation: {', '.join(f.activations or ())}")
                 continue
