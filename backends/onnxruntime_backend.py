@@ -955,13 +955,14 @@ class OnnxRuntimeBackend:
         return {name: np.asarray(value).reshape(shapes[len(names) + k]) for k, (name, value) in enumerate(zip(outs, results))}
 
     def _recurrent(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """One ONNX `op` node (RNN, GRU) on `inputs` (X, W, R, B, sequence_lens, initial_h: the spec's fields in
-        ONNX's order, each less DirectML's leading 1s; an absent one left out), its outputs Y and Y_h the
-        `results` fields. The direction is the spec family's (`backward`, `bidirectional`); the activation
+        """One ONNX `op` node (RNN, GRU, LSTM) on `inputs` (X, W, R, B, sequence_lens, initial_h and for an
+        LSTM initial_c and P: the spec's fields in ONNX's order, each less DirectML's leading 1s; an absent
+        one left out), its outputs Y, Y_h (and Y_c) the `results` fields. The direction is the spec family's (`backward`, `bidirectional`); the activation
         array field `activations` gives ONNX's `activations` (each item's own single-node mapping's op)
         and `activation_alpha` / `activation_beta` (each item's fields its mapping names alpha and beta,
         in item order, only for the items that take them: how ONNX Runtime consumes the lists); `gates` (default 1)
-        divides W's third size into hidden_size, and the family's `linear_before_reset` becomes GRU's attribute."""
+        divides W's third size into hidden_size, and the family's `linear_before_reset` becomes GRU's attribute,
+        its `use_clip` and `clip` LSTM's clip and its `couple_input_forget` LSTM's input_forget."""
         spec = self.specs.operator(d.operator)
         family = spec.formula.family
         assert family is not None
@@ -982,14 +983,19 @@ class OnnxRuntimeBackend:
         backward = bool(family.expression("backward").evaluate(names_, facts))  # type: ignore[union-attr]
         direction = "bidirectional" if bidirectional else "reverse" if backward else "forward"
         lbr = family.expression("linear_before_reset")
-        extra = {"linear_before_reset": int(bool(lbr.evaluate(names_, facts)))} if lbr is not None else {}
+        extra: dict[str, Any] = {"linear_before_reset": int(bool(lbr.evaluate(names_, facts)))} if lbr is not None else {}
+        use_clip, couple = family.expression("use_clip"), family.expression("couple_input_forget")
+        if use_clip is not None and bool(use_clip.evaluate(names_, facts)):
+            extra["clip"] = float(np.float32(d.attributes[str(family.params["clip"])]))
+        if couple is not None:
+            extra["input_forget"] = int(bool(couple.evaluate(names_, facts)))
         x_name, w_name = entry["inputs"][0], entry["inputs"][1]
         in_type = _tensor(d, x_name).data_type
         if in_type not in _ONNX_TYPES:
             raise _Unsupported(f"ONNX has no {in_type}")
         hidden = int(_tensor(d, w_name).sizes[2]) // int(entry.get("gates", 1))
         fed: list[tuple[str, np.ndarray, str]] = []  # (ONNX input slot, value, type)
-        drops = (1, 1, 1, 2, 3, 1)  # DirectML's leading 1s per input (X, W, R, B, sequence_lens, initial_h)
+        drops = (1, 1, 1, 2, 3, 1, 1, 2)  # DirectML's leading 1s per input (X, W, R, B, sequence_lens, initial_h, initial_c, P)
         slots: list[str] = []
         for k, name in enumerate(entry["inputs"]):
             desc = d.tensors.get(name)
@@ -1019,10 +1025,11 @@ class OnnxRuntimeBackend:
                 attrs["activation_alpha"] = alphas
             if betas:
                 attrs["activation_beta"] = betas
-            node = helper.make_node(entry["op"], slots, ["y", "y_h"], **attrs)
+            results_ = ["y", "y_h", "y_c"][:len(outs)]
+            node = helper.make_node(entry["op"], slots, results_, **attrs)
             graph = helper.make_graph(
                 [node], entry["op"], [helper.make_tensor_value_info(n, _ONNX_TYPES[t], list(v.shape)) for n, v, t in fed],
-                [helper.make_tensor_value_info(o, _ONNX_TYPES[in_type], None) for o in ("y", "y_h")])
+                [helper.make_tensor_value_info(o, _ONNX_TYPES[in_type], None) for o in results_])
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         results = self._session(key, build).run(None, {n: v for n, v, _ in fed})
         return {name: np.asarray(value).reshape(shape) for name, value, shape in zip(outs, results, shapes)}

@@ -820,10 +820,12 @@ ROI_FAMILY = FamilyDeclaration(
 RECURRENT_FAMILY = FamilyDeclaration(
     "recurrent",
     params={
-        "mode": Param("choice", choices=("rnn", "gru"),
+        "mode": Param("choice", choices=("rnn", "gru", "lstm"),
                       meaning="rnn: per step t and direction, H_t = f(X_t W^T + H_(t-1) R^T + Wb + Rb), f the direction's "
                               "activation from the array; gru: gates z, r (activation f) and h (activation g) stacked in "
-                              "W, R and the biases, H_t = (1 - z) h + z H_(t-1) (harness/reference/families/recurrent.py)"),
+                              "W, R and the biases, H_t = (1 - z) h + z H_(t-1); lstm: gates i, o, f (activation f) and c "
+                              "(activation g) stacked in that order, the cell C_t = f C_(t-1) + i c and H_t = o h(C_t) "
+                              "(harness/reference/families/recurrent.py)"),
         "input": Param("input", meaning="X {1, seq_length, batch, input_size}"),
         "weight": Param("input", meaning="W {1, directions, gates * hidden, input_size}"),
         "recurrence": Param("input", meaning="R {1, directions, gates * hidden, hidden}"),
@@ -839,6 +841,13 @@ RECURRENT_FAMILY = FamilyDeclaration(
         "linear_before_reset": Param("expression", modes=("gru",),
                                      meaning="true: the hidden gate applies R_h (and its bias) before the reset gate's product"),
         "bidirectional": Param("expression", meaning="true: two directions, forward (index 0) and backward (index 1)"),
+        "cell_init": Param("input", modes=("lstm",), meaning="C_(-1) {1, directions, batch, hidden} (absent: 0)"),
+        "peephole": Param("input", modes=("lstm",), meaning="{1, 1, directions, 3 * hidden}: P_i, P_o, P_f (absent: 0)"),
+        "cell_single": Param("output", modes=("lstm",), meaning="each direction's last C_t {1, directions, batch, hidden}"),
+        "clip": Param("union", modes=("lstm",), meaning="the clip threshold field: the four gates' activation inputs are "
+                                                       "clipped to [-clip, clip] where `use_clip` holds (not h's)"),
+        "use_clip": Param("expression", modes=("lstm",), meaning="true: the gates' activation inputs are clipped"),
+        "couple_input_forget": Param("expression", modes=("lstm",), meaning="true: the forget gate is 1 - i"),
         "bounds": Param("bounds", required=False,
                         meaning="per mode, the error of one step's pre-activation sums; `activation`: an activation's own "
                                 "error; `blend`: the rounding of a gated blend of states (over sum_abs, the blend's "
@@ -848,6 +857,7 @@ RECURRENT_FAMILY = FamilyDeclaration(
         "past_length": "1 where the element's step lies at or past its batch row's sequence length, else 0",
         "length_open": "1 where its batch row's sequence length is 0 or beyond seq_length, else 0",
         "nonfinite_in": "1 where a non-finite value (an input, or a step's result) feeds the element, else 0",
+        "clip_open": "1 where the gates' inputs are clipped to a negative or NaN threshold (lstm), else 0",
     },
     bound_variables={
         "K": "the terms of one pre-activation sum: input_size + hidden + 2 (the two biases)",

@@ -242,3 +242,82 @@ def test_onnx_runtime_gru_lands_within_the_bound():
         for name, (exact, bound) in result.bounds.items():
             value = np.frombuffer(got[name], np.float32).reshape(exact.shape).astype(np.float64)
             assert (np.abs(value - exact) <= bound).all(), (lbr, name)
+
+
+SIGMOID = 47
+
+
+def _lstm(direction: int, attributes: dict, steps: int = 3, batch: int = 2, inputs: int = 2, hidden: int = 2,
+          seed: int = 0, scale: float = 1.0):
+    spec = SPECS.operator("LSTM")
+    d = 2 if direction == BIDIRECTIONAL else 1
+    rng = np.random.default_rng(seed)
+    shapes = {"InputTensor": [1, steps, batch, inputs], "WeightTensor": [1, d, 4 * hidden, inputs],
+              "RecurrenceTensor": [1, d, 4 * hidden, hidden], "BiasTensor": [1, 1, d, 8 * hidden],
+              "HiddenInitTensor": [1, d, batch, hidden], "CellMemInitTensor": [1, d, batch, hidden],
+              "PeepholeTensor": [1, 1, d, 3 * hidden],
+              "OutputSequenceTensor": [steps, d, batch, hidden], "OutputSingleTensor": [1, d, batch, hidden],
+              "OutputCellSingleTensor": [1, d, batch, hidden]}
+    values = {n: (rng.integers(-8, 9, size=s) / 8 * scale).astype(np.float32) for n, s in shapes.items() if "Output" not in n}
+    layouts = {n: TensorDesc("FLOAT32", list(s)) for n, s in shapes.items()}
+    return spec, case_from_arrays(spec, "6.4", {n: "FLOAT32" for n in shapes}, values, layouts=layouts,
+                                  attributes={"Direction": direction, "ClipThreshold": 0.0, "UseClipThreshold": 0,
+                                              "CoupleInputForget": 0, **attributes})
+
+
+def _numpy_lstm(x, w, r, b, h0, c0, p, f, g, h_act, clip, couple):
+    """ONNX's LSTM equations (gates i, o, f, c; peepholes i, o, f; the clip on the gates' inputs, not on h's),
+    forward, in float64 (an independent loop)."""
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip is not None else (lambda v: v)  # noqa: E731
+    wi, wo, wf, wc = np.split(w[0, 0], 4)
+    ri, ro, rf, rc = np.split(r[0, 0], 4)
+    wbi, wbo, wbf, wbc, rbi, rbo, rbf, rbc = np.split(b[0, 0, 0], 8)
+    pi, po, pf = np.split(p[0, 0, 0], 3)
+    h, c = h0[0, 0], c0[0, 0]
+    out = []
+    for t in range(x.shape[1]):
+        xt = x[0, t]
+        i = f(cl(xt @ wi.T + h @ ri.T + pi * c + wbi + rbi))
+        fg = 1 - i if couple else f(cl(xt @ wf.T + h @ rf.T + pf * c + wbf + rbf))
+        cc = g(cl(xt @ wc.T + h @ rc.T + wbc + rbc))
+        c = fg * c + i * cc
+        o = f(cl(xt @ wo.T + h @ ro.T + po * c + wbo + rbo))
+        h = o * h_act(c)
+        out.append(h)
+    return np.stack(out), c
+
+
+@pytest.mark.parametrize("clip,couple", [(None, 0), (0.75, 0), (None, 1), (0.5, 1)])
+def test_the_lstm_step_follows_the_gates_the_cell_the_peepholes_and_the_clip(clip, couple):
+    spec, case = _lstm(FORWARD, {"ActivationDescs": [HARD_SIGMOID, TANH, TANH], "ActivationDescs_0.Alpha": 0.5,
+                                 "ActivationDescs_0.Beta": 0.5, "CoupleInputForget": couple,
+                                 "UseClipThreshold": int(clip is not None), "ClipThreshold": clip or 0.0}, seed=17, scale=2.0)
+    arrays = family_inputs(spec, case.descriptor, case.inputs)
+    result = family_compute("recurrent")(spec, case.descriptor, arrays)
+    f64 = {k: np.asarray(v, np.float64) for k, v in arrays.items()}
+    hard = lambda v: np.clip(0.5 * v + 0.5, 0, 1)  # noqa: E731
+    want_h, want_c = _numpy_lstm(f64["x"], f64["w"], f64["r"], f64["b"], f64["h0"], f64["c0"], f64["p"], hard, np.tanh,
+                                 np.tanh, clip, couple)
+    exact, bound = result.bounds["OutputSequenceTensor"]
+    np.testing.assert_allclose(exact[:, 0], want_h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.bounds["OutputCellSingleTensor"][0][0, 0], want_c, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.bounds["OutputSingleTensor"][0][0, 0], want_h[-1], rtol=1e-12, atol=1e-12)
+    assert (bound > 0).all() and np.isfinite(bound).all()
+
+
+def test_onnx_runtime_lstm_lands_within_the_bound():
+    pytest.importorskip("onnxruntime")
+    from backends.onnxruntime_backend import OnnxRuntimeBackend
+    backend = OnnxRuntimeBackend(specs=SPECS)
+    for couple, clip in ((0, None), (1, 1.5)):
+        spec, case = _lstm(BIDIRECTIONAL, {"ActivationDescs": [SIGMOID, TANH, TANH, HARD_SIGMOID, TANH, LEAKY_RELU],
+                                           "ActivationDescs_3.Alpha": 0.25, "ActivationDescs_3.Beta": 0.5,
+                                           "ActivationDescs_5.Alpha": 0.5, "CoupleInputForget": couple,
+                                           "UseClipThreshold": int(clip is not None), "ClipThreshold": clip or 0.0},
+                           seed=19, scale=2.0)
+        arrays = family_inputs(spec, case.descriptor, case.inputs)
+        result = family_compute("recurrent")(spec, case.descriptor, arrays)
+        got = backend.run(case).buffers
+        for name, (exact, bound) in result.bounds.items():
+            value = np.frombuffer(got[name], np.float32).reshape(exact.shape).astype(np.float64)
+            assert (np.abs(value - exact) <= bound).all(), (couple, name)

@@ -110,3 +110,18 @@ def test_log_softmax_keeps_minus_infinity():
                        {"InputTensor": [0.0, -np.inf]}, {"Axes": [0]})
     assert _judge(spec, case, {"OutputTensor": [0.0, -np.inf]}).status == "pass"
     assert _judge(spec, case, {"OutputTensor": [0.0, -3.0e38]}).status == "mismatch"
+
+
+def test_no_operator_is_named_in_the_harness_python():
+    """Python holds mechanisms and one plug-in per family; what an operator is lives in its spec
+    alone. An operator's name in harness/ (code, comment or docstring) is where an operator-specific
+    rule would creep in: none is allowed (the family's lower-case mode names are the spec's words)."""
+    import re
+    from pathlib import Path
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, SPECS.operators), key=len, reverse=True)) + r")\b")
+    root = Path(__file__).resolve().parents[2] / "harness"
+    named = [f"{path.relative_to(root)}:{number}: {match.group(1)}"
+             for path in sorted(root.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if (match := pattern.search(line))]
+    assert not named, named

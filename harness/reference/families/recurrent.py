@@ -11,9 +11,12 @@ f_d the direction's activation from the spec's activation array (item d), evalua
 activation's own formula and attributes (its spec file), so nothing about a particular activation
 lives here. Mode `gru`: three gates stacked in W, R and each bias (z, r, h), two activations per
 direction (f for z and r, g for h, items 2d and 2d + 1) and the blend H_t = (1 - z) h + z H_(t-1)
-(_gru_step; the spec's `linear_before_reset` expression picks where the reset gate multiplies). The outputs are every step's H_t (`sequence`; zeros past a row's length, which the
-spec's `unspecified` rules leave open through the element variable `past_length`) and each
-direction's last H_t (`single`).
+(_gru_step; the spec's `linear_before_reset` expression picks where the reset gate multiplies). Mode
+`lstm`: four gates stacked (i, o, f, c), three activations per direction (f for i, o and f, g for c,
+h for the cell; items 3d to 3d + 2), peepholes, the cell state C and an optional clip of the four
+gates' inputs (_lstm_step). The outputs are every step's H_t (`sequence`; zeros past a row's
+length, which the spec's `unspecified` rules leave open through the element variable `past_length`),
+each direction's last H_t (`single`) and, in mode lstm, its last C_t (`cell_single`).
 
 Exactness. The reference computes in float64 from the inputs as stored: every product of two
 FLOAT32 or FLOAT16 values is exact there, and a few steps of a few terms stay far inside the bounds.
@@ -85,6 +88,9 @@ class _Run:
     length_open: np.ndarray  # {S, D, B, H} int (the row's)
     nonfinite_seq: np.ndarray
     nonfinite_single: np.ndarray
+    cell: np.ndarray  # {1, D, B, H}: mode lstm's last C_t (zeros otherwise)
+    cell_bound: np.ndarray
+    clip_open: int
 
 
 def _spread(f: _Activation, z: np.ndarray, y: np.ndarray, width: np.ndarray) -> np.ndarray:
@@ -99,9 +105,9 @@ def _spread(f: _Activation, z: np.ndarray, y: np.ndarray, width: np.ndarray) -> 
         return np.where(np.isnan(out) | np.isinf(width), np.inf, out)
 
 
-# per mode: the gates whose rows W, R and each bias stack (z, r, h for a GRU), and the activations per direction
-GATES = {"rnn": 1, "gru": 3}
-GATE_ACTIVATIONS = {"rnn": 1, "gru": 2}
+# per mode: the gates whose rows W, R and each bias stack (z, r, h for the gated mode), and the activations per direction
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+GATE_ACTIVATIONS = {"rnn": 1, "gru": 2, "lstm": 3}
 
 
 @dataclass(frozen=True)
@@ -118,8 +124,12 @@ class _Gate:
                      "y": np.zeros(shape), "z": np.zeros(shape), "slope": np.zeros(shape)}
         return evaluate_bound(self.step.atol, variables, shape, None) if self.step else np.zeros(shape)
 
-    def apply(self, f: _Activation, z: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """f(z) and its error for an input within dz: the spread of f over it plus f's own error."""
+    def apply(self, f: _Activation, z: np.ndarray, dz: np.ndarray, clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """f(z) and its error for an input within dz: the spread of f over it plus f's own error
+        (with `clip`, f's input is first clipped to [-clip, clip], which moves no error further apart)."""
+        if clip is not None:  # a FLOAT16 device may hold the threshold rounded: one step of it more
+            dz = dz + np.where(np.abs(z) > clip, self.bound_vars["eps"] * clip, 0.0)
+            z = np.clip(z, -clip, clip)
         y = f(z)
         width = np.maximum(dz, self.bound_vars["eps"] * np.abs(z))
         slope = np.where(width > 0, _spread(f, z, y, width) / np.where(width > 0, width, 1.0), 0.0)
@@ -129,13 +139,23 @@ class _Gate:
         return y, _spread(f, z, y, dz) + own
 
     def __call__(self, f: _Activation, wg: np.ndarray, rg: np.ndarray, wbg: np.ndarray, rbg: np.ndarray,
-                 xt: np.ndarray, h: np.ndarray, dh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 xt: np.ndarray, h: np.ndarray, dh: np.ndarray,
+                 peep: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                 clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`peep`: mode lstm's peephole (P, C, dC), one more product P . C per element, C within dC."""
         z = wg @ xt + rg @ h + wbg + rbg
         ax, ah = np.abs(xt), np.abs(h)
         sum_abs = np.abs(wg) @ ax + np.abs(rg) @ ah + np.abs(wbg) + np.abs(rbg)
         sum_inputs = np.abs(wg).sum(axis=1) + ax.sum() + np.abs(rg).sum(axis=1) + ah.sum() + np.abs(wbg) + np.abs(rbg)
-        acc = self.pre_error(xt.size + h.size + 2, sum_abs, sum_inputs, z.shape)
-        return self.apply(f, z, acc + _through(rg, dh))
+        terms, carried = xt.size + h.size + 2, _through(rg, dh)
+        if peep is not None:
+            p, c, dc = peep
+            z = z + p * c
+            sum_abs = sum_abs + np.abs(p * c)
+            sum_inputs = sum_inputs + np.abs(p) + np.abs(c)
+            terms, carried = terms + 1, carried + np.abs(p) * dc
+        acc = self.pre_error(terms, sum_abs, sum_inputs, z.shape)
+        return self.apply(f, z, acc + carried, clip)
 
 
 def _through(m: np.ndarray, dv: np.ndarray) -> np.ndarray:
@@ -147,7 +167,7 @@ def _through(m: np.ndarray, dv: np.ndarray) -> np.ndarray:
 
 def _gru_step(gate: _Gate, blend: Any, fs: list[_Activation], wd: np.ndarray, rd: np.ndarray, wb: np.ndarray, rb: np.ndarray,
               xt: np.ndarray, h: np.ndarray, dh: np.ndarray, hidden: int, linear_before_reset: bool) -> tuple[np.ndarray, np.ndarray]:
-    """One GRU step (ONNX's equations, gates z, r, h stacked in that order):
+    """One `gru` mode step (ONNX's equations, gates z, r, h stacked in that order):
     z = f(x Wz + h Rz + Wbz + Rbz), r = f(x Wr + h Rr + Wbr + Rbr),
     h~ = g(x Wh + (r . h) Rh + Rbh + Wbh), or with LinearBeforeReset g(x Wh + r . (h Rh + Rbh) + Wbh),
     H = (1 - z) . h~ + z . h. The errors: each gate's as in _Gate; the hidden gate's recurrent input r . h
@@ -184,6 +204,48 @@ def _gru_step(gate: _Gate, blend: Any, fs: list[_Activation], wd: np.ndarray, rd
     return out, err
 
 
+def _lstm_step(gate: _Gate, blend: Any, fs: list[_Activation], wd: np.ndarray, rd: np.ndarray, wb: np.ndarray, rb: np.ndarray,
+               pd: np.ndarray, xt: np.ndarray, h: np.ndarray, dh: np.ndarray, c: np.ndarray, dc: np.ndarray, hidden: int,
+               clip: float | None, couple: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One step of mode lstm (ONNX's equations, gates i, o, f, c stacked in that order, peepholes P_i, P_o, P_f):
+    i = f(x Wi + h Ri + Pi . C + Wbi + Rbi), f = f(x Wf + h Rf + Pf . C + Wbf + Rbf) (coupled: 1 - i),
+    c~ = g(x Wc + h Rc + Wbc + Rbc), C' = f . C + i . c~, o = f(x Wo + h Ro + Po . C' + Wbo + Rbo),
+    H = o . h(C'), the four gates' inputs clipped to [-clip, clip] when clip is given (h's input, the cell,
+    is not: ONNX's reading, which ONNX Runtime and DirectML 1.15.4 both compute). The errors:
+    each gate's as in _Gate (the peephole one more product); the cell's first-order
+    |f| dC + |C| df + df dC + |i| dc~ + |c~| di + di dc~ plus its own rounding (the spec's `blend`
+    over |f C| + |i c~|); the output's |o| dh(C') + |h(C')| do + do dh(C') plus its rounding."""
+    fa, ga, ha = fs
+    rows = [slice(k * hidden, (k + 1) * hidden) for k in range(4)]
+    peeps = [pd[k * hidden:(k + 1) * hidden] for k in range(3)]
+
+    def pre(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return wd[rows[k]], rd[rows[k]], wb[rows[k]], rb[rows[k]]
+
+    i, di = gate(fa, *pre(0), xt, h, dh, (peeps[0], c, dc), clip)
+    if couple:
+        f, df = 1 - i, di
+    else:
+        f, df = gate(fa, *pre(2), xt, h, dh, (peeps[2], c, dc), clip)
+    g, dg = gate(ga, *pre(3), xt, h, dh, None, clip)
+    cell = f * c + i * g
+    parts = np.abs(f * c) + np.abs(i * g)
+    d_cell = (np.abs(f) * dc + np.abs(c) * df + df * dc + np.abs(i) * dg + np.abs(g) * di + di * dg
+              + _rounding(gate, blend, cell, parts))
+    o, do = gate(fa, *pre(1), xt, h, dh, (peeps[1], cell, d_cell), clip)
+    hc, dhc = gate.apply(ha, cell, d_cell)
+    out = o * hc
+    d_out = np.abs(o) * dhc + np.abs(hc) * do + do * dhc + _rounding(gate, blend, out, np.abs(out))
+    return out, d_out, cell, d_cell
+
+
+def _rounding(gate: _Gate, blend: Any, out: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """The spec's `blend` bound: the rounding of a few products and sums of states (over |parts|)."""
+    variables: dict[str, object] = {**gate.bound_vars, "K": np.float64(2), "sum_abs": parts, "sum_inputs": np.zeros_like(out), "y": out,
+                 "z": np.zeros_like(out), "slope": np.zeros_like(out)}
+    return evaluate_bound(blend.atol, variables, out.shape, None) if blend else np.zeros_like(out)
+
+
 def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray]) -> _Run:
     family = spec.formula.family
     assert family is not None
@@ -195,6 +257,8 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
     bias = _tensor(spec, descriptor, inputs, "bias")
     h_init = _tensor(spec, descriptor, inputs, "hidden_init")
     lengths = _tensor(spec, descriptor, inputs, "sequence_lengths")
+    c_init = _tensor(spec, descriptor, inputs, "cell_init")
+    peephole = _tensor(spec, descriptor, inputs, "peephole")
     bidirectional = bool(family.expression("bidirectional").evaluate(names, facts))  # type: ignore[union-attr]
     backward = bool(family.expression("backward").evaluate(names, facts))  # type: ignore[union-attr]
     steps, batch, _ = x.shape[1:]
@@ -219,6 +283,15 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
     lbr = family.expression("linear_before_reset")
     linear_before_reset = bool(lbr.evaluate(names, facts)) if lbr is not None else False
     blend = family.bound("blend")
+    use_clip = family.expression("use_clip")
+    clip = (float(descriptor.attributes[str(family.params["clip"])])
+            if use_clip is not None and bool(use_clip.evaluate(names, facts)) else None)
+    clip_open = clip is not None and not clip >= 0  # a negative or NaN threshold: the spec's `clip_open`
+    clip = None if clip_open else clip
+    couple_expr = family.expression("couple_input_forget")
+    couple = bool(couple_expr.evaluate(names, facts)) if couple_expr is not None else False
+    cell_out = np.zeros_like(single)
+    cell_bound = np.zeros_like(single)
     gate = _Gate(bound_vars, step_bound, act_bound)
     gates = GATES[mode]
     for d in range(directions):
@@ -228,7 +301,9 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
         size = gates * hidden
         wb = bias[0, 0, d, :size] if bias is not None else np.zeros(size)
         rb = bias[0, 0, d, size:2 * size] if bias is not None else np.zeros(size)
-        finite_weights = bool(np.isfinite(wd).all() and np.isfinite(rd).all() and np.isfinite(wb).all() and np.isfinite(rb).all())
+        pd = peephole[0, 0, d] if peephole is not None else np.zeros(3 * hidden)
+        finite_weights = bool(np.isfinite(wd).all() and np.isfinite(rd).all() and np.isfinite(wb).all() and np.isfinite(rb).all()
+                              and np.isfinite(pd).all())
         for b in range(batch):
             length = int(lengths.reshape(-1)[b]) if lengths is not None else steps
             if length == 0 or length > steps:
@@ -236,7 +311,9 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
             length = min(length, steps)
             h = h_init[0, d, b].copy() if h_init is not None else np.zeros(hidden)
             dh = np.zeros(hidden)
-            bad = not (finite_weights and np.isfinite(h).all())
+            c = c_init[0, d, b].copy() if c_init is not None else np.zeros(hidden)
+            dc = np.zeros(hidden)
+            bad = not (finite_weights and np.isfinite(h).all() and np.isfinite(c).all())
             order = range(length - 1, -1, -1) if reverse else range(length)
             past[length:, d, b, :] = 1
             for t in order:
@@ -245,6 +322,10 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
                 with np.errstate(all="ignore"):
                     if mode == "rnn":
                         y, dy = gate(fs[0], wd, rd, wb, rb, xt, h, dh)
+                    elif mode == "lstm":
+                        y, dy, c, dc = _lstm_step(gate, blend, fs, wd, rd, wb, rb, pd, xt, h, dh, c, dc, hidden, clip, couple)
+                        dc = np.where(np.isnan(dc) | (np.abs(c) + dc >= bound_vars["max_out"]), np.inf, dc)
+                        bad = bad or not np.isfinite(c).all()
                     else:
                         y, dy = _gru_step(gate, blend, fs, wd, rd, wb, rb, xt, h, dh, hidden, linear_before_reset)
                     # a result that may reach the output type's overflow threshold: every value is legal
@@ -253,7 +334,8 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
                 seq[t, d, b], seq_bound[t, d, b], bad_seq[t, d, b] = y, dy, int(bad)
                 h, dh = y, dy
             single[0, d, b], single_bound[0, d, b], bad_single[0, d, b] = h, dh, int(bad)
-    return _Run(seq, seq_bound, single, single_bound, past, open_, bad_seq, bad_single)
+            cell_out[0, d, b], cell_bound[0, d, b] = c, dc
+    return _Run(seq, seq_bound, single, single_bound, past, open_, bad_seq, bad_single, cell_out, cell_bound, int(clip_open))
 
 
 def _masks(spec: OperatorSpec, name: str, out_type: object, variables: dict[str, np.ndarray],
@@ -273,7 +355,12 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
              {"past_length": run.past_length, "length_open": run.length_open, "nonfinite_in": run.nonfinite_seq}),
             ("single", run.single, run.single_bound,
              {"past_length": np.zeros(run.single.shape, dtype=np.int64), "length_open": row_open,
+              "nonfinite_in": run.nonfinite_single}),
+            ("cell_single", run.cell, run.cell_bound,
+             {"past_length": np.zeros(run.single.shape, dtype=np.int64), "length_open": row_open,
               "nonfinite_in": run.nonfinite_single})):
+        if key not in family.params:
+            continue
         name = str(family.params[key])
         desc = descriptor.tensors.get(name)
         if desc is None:
@@ -282,6 +369,7 @@ def compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
         with np.errstate(all="ignore"):
             result.outputs[name] = exact.astype(out_type.numpy)
         result.bounds[name] = (exact, bound)
+        variables["clip_open"] = np.full(exact.shape, run.clip_open, dtype=np.int64)
         result.unspecified[name] = _masks(spec, name, out_type, variables, exact.shape)
         result.summaries[f"{name}.bound"] = bound
     return result
