@@ -312,7 +312,7 @@ def _read_expression_constraint(src: SourcedYaml, path: tuple, raw: dict, fields
     if raw["tensor"] not in roles.tensors:
         raise src.error(path + ("tensor",), f"{raw['tensor']!r} is not a tensor field")
     sizes = _shape_expr(src, path + ("sizes",), raw["sizes"], fields, roles)
-    if f"{raw['tensor']}." in raw["sizes"]:
+    if raw["tensor"] in sizes.names():  # by name: a longer field name that ends in it is another tensor
         raise src.error(path + ("sizes",), f"the Sizes of {raw['tensor']} cannot depend on {raw['tensor']} itself")
     looped = {item for array, items in _array_items(fields) if array in sizes.names() for item in items}
     if raw["tensor"] in looped:

@@ -91,3 +91,28 @@ def test_a_new_reduce_family_operator_runs_from_its_yaml_alone(tmp_path):
     for backend in ("numpy", "directml"):
         assert statuses[backend]["pass"] > 0, (backend, statuses[backend])
     assert {"constraint.same_dimension_count", "constraint.axes_in_range", "constraint.output_sizes"} <= rejected_rules
+
+
+def test_a_shape_rule_may_read_a_tensor_whose_name_ends_in_its_own(tmp_path):
+    """The self-reference check of a shape rule compares names: a rule on WeightTensor that reads a
+    RecurrenceWeightTensor's Sizes is not "WeightTensor depending on itself" (it was, by substring,
+    for an attention spec's KeyTensor and StackedQueryKeyTensor); reading its own Sizes still is."""
+    import pytest
+
+    from harness.spec.load import SpecError, load_specs
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for path in DEFAULT_SPECS_DIR.glob("_*.yaml"):
+        shutil.copy(path, specs / path.name)
+    for path in DEFAULT_SPECS_DIR.glob("ACTIVATION_*.yaml"):  # the activations RNN may take
+        shutil.copy(path, specs / path.name)
+    text = (DEFAULT_SPECS_DIR / "RNN.yaml").read_text(encoding="utf-8").replace("RecurrenceTensor", "RecurrenceWeightTensor")
+    old = 'sizes: "[1, 2 if Direction == BIDIRECTIONAL else 1, free, InputTensor.Sizes[3]]"'
+    assert old in text
+    (specs / "RNN.yaml").write_text(text.replace(
+        old, 'sizes: "[1, 2 if Direction == BIDIRECTIONAL else 1, RecurrenceWeightTensor.Sizes[2], InputTensor.Sizes[3]]"'), encoding="utf-8")
+    assert "RNN" in load_specs(specs).operators
+    (specs / "RNN.yaml").write_text(text.replace(
+        old, 'sizes: "[1, 2 if Direction == BIDIRECTIONAL else 1, WeightTensor.Sizes[2], InputTensor.Sizes[3]]"'), encoding="utf-8")
+    with pytest.raises(SpecError, match="cannot depend on WeightTensor itself"):
+        load_specs(specs)
