@@ -43,7 +43,8 @@ from harness.model.facts import attribute_names, expression_scope
 from harness.reference.families.data_movement import strided_window_index
 from harness.reference.families.reduce import _extreme
 from harness.reference.families.result import (F32_SMALLEST_NORMAL, FamilyPlugin, FamilyResult, evaluate_bound,
-                                                flush_f32_denormals, toward_the_bound, type_bound_variables)
+                                                every_bound_toward_its_edge, flush_f32_denormals, toward_the_bound,
+                                                type_bound_variables)
 from harness.reference.families.windowing import Window, window_positions
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS
@@ -619,7 +620,7 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     result = compute(spec, descriptor, inputs)
     out_name = spec.formula.output
     if spec.formula.family is not None and spec.formula.family.params["mode"] in (AFFINE, LOCAL):
-        return _affine_edge(result, rng)
+        return every_bound_toward_its_edge(result, rng)  # mean_variance: each output its own bound
     if out_name not in result.bounds:
         return result.outputs
     exact, atol = result.bounds[out_name]
@@ -628,18 +629,6 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     moved, usable = toward_the_bound(exact, atol, out.dtype, sign, reserve=2 * result.summaries["N"] * F32_SMALLEST_NORMAL)
     return {**result.outputs, out_name: np.where(usable, moved, out).astype(out.dtype)}
 
-
-def _affine_edge(result: FamilyResult, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """mean_variance's legal device: every bounded output moved from its exact value to EDGE of its
-    bound, all up or all down for the case (at random), rounded towards the exact value so that it
-    stays inside (the flushed computation is inside the bound, which takes the larger of the two)."""
-    sign = 1.0 if rng.random() < 0.5 else -1.0
-    outputs = dict(result.outputs)
-    for name, (exact, atol) in result.bounds.items():
-        dtype = outputs[name].dtype
-        moved, usable = toward_the_bound(exact, atol, dtype, sign)
-        outputs[name] = np.where(usable, moved, outputs[name]).astype(dtype)
-    return outputs
 
 
 PLUGIN = FamilyPlugin(DECLARATIONS["gradient"], compute, legal_device)

@@ -40,8 +40,8 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, output_rule_masks, toward_the_bound,
-                                                type_bound_variables)
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, output_rule_masks,
+                                                every_bound_toward_its_edge, type_bound_variables)
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
 from harness.spec.families import DECLARATIONS
@@ -380,14 +380,7 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     """One legal device's outputs (the worst legal backend): every bounded output moved from its
     exact value to EDGE of its bound, all up or all down for the case (at random), rounded towards
     the exact value so that it stays inside."""
-    result = compute(spec, descriptor, inputs)
-    sign = 1.0 if rng.random() < 0.5 else -1.0
-    outputs = dict(result.outputs)
-    for name, (exact, atol) in result.bounds.items():
-        dtype = outputs[name].dtype
-        moved, usable = toward_the_bound(exact, atol, dtype, sign)
-        outputs[name] = np.where(usable, moved, outputs[name]).astype(dtype)
-    return outputs
+    return every_bound_toward_its_edge(compute(spec, descriptor, inputs), rng)
 
 
 PLUGIN = FamilyPlugin(DECLARATIONS["recurrent"], compute, legal_device)

@@ -146,6 +146,19 @@ def toward_the_bound(exact: np.ndarray, atol: np.ndarray, dtype: np.dtype, sign:
     return moved.astype(dtype), usable
 
 
+def every_bound_toward_its_edge(result: FamilyResult, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """A family result's outputs with every bounded output moved toward the edge of its bound
+    (toward_the_bound), all up or all down for the case (at random): the worst legal device of a
+    family whose outputs each carry their own bound (the recurrent ones, mean_variance's gradients)."""
+    sign = 1.0 if rng.random() < 0.5 else -1.0
+    outputs = dict(result.outputs)
+    for name, (exact, atol) in result.bounds.items():
+        dtype = outputs[name].dtype
+        moved, usable = toward_the_bound(exact, atol, dtype, sign)
+        outputs[name] = np.where(usable, moved, outputs[name]).astype(dtype)
+    return outputs
+
+
 Compute = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray]], FamilyResult]
 Device = Callable[[OperatorSpec, Descriptor, dict[str, np.ndarray], np.random.Generator], dict[str, np.ndarray]]
 
