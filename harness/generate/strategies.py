@@ -5,6 +5,7 @@ harness.generate.data, attributes at their defaults or from the spec's pools.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any, Callable, Literal
 from functools import lru_cache
 from math import prod
@@ -16,7 +17,7 @@ from harness.model.descriptor import Case, Descriptor, TensorDesc
 from harness.model.facts import attribute_names, expression_scope, level_guarded
 from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
-from harness.spec.model import AttributePool, OperatorSpec, enum_members
+from harness.spec.model import AttributePool, FieldSpec, OperatorSpec, enum_members
 from harness.spec.fused import item_field
 from harness.spec.shape_expr import is_free, parse_shape_expr
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
@@ -112,18 +113,25 @@ def _fused_values(draw: st.DrawFn, spec: OperatorSpec, level: str) -> dict[str, 
     return out
 
 
+def _activation_slots(spec: OperatorSpec, level: str,
+                      attributes: dict[str, Any]) -> Iterator[tuple[FieldSpec, list[OperatorSpec], int]]:
+    """Each array of fused activations, the activations it allows at `level`, and the number of
+    items its `items` expression asks over `attributes` (the direction decides it)."""
+    for f in spec.attribute_fields:
+        if not f.is_activation_array or f.items is None:
+            continue
+        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
+        names = attribute_names(spec, attributes)
+        yield f, allowed, int(parse_shape_expr(f.items, set(names), set()).evaluate(names, {}))
+
+
 @st.composite
 def _activation_array_values(draw: st.DrawFn, spec: OperatorSpec, level: str, attributes: dict[str, Any]) -> dict[str, Any]:
     """Each array of fused activations: as many items as its `items` expression says over the
     attributes drawn so far (the direction), each an allowed activation available at `level` with
     its fields from its own `attribute_values` (`<Field>_<k>.<Member>`)."""
     out: dict[str, Any] = {}
-    for f in spec.attribute_fields:
-        if not f.is_activation_array or f.items is None:
-            continue
-        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
-        names = attribute_names(spec, attributes)
-        count = int(parse_shape_expr(f.items, set(names), set()).evaluate(names, {}))
+    for f, allowed, count in _activation_slots(spec, level, attributes):
         if not allowed and count:
             reject()
         types: list[float] = []
@@ -142,12 +150,8 @@ def first_activation_values(spec: OperatorSpec, level: str, attributes: dict[str
     activation available at `level` with each field's first pool value (a fixed valid descriptor:
     harness.generate.expression_breakers.reachable)."""
     out: dict[str, Any] = {}
-    for f in spec.attribute_fields:
-        if not f.is_activation_array or f.items is None:
-            continue
-        allowed = [a for _, a in sorted(spec.activations.get(f.name, {}).items()) if a.available_at(level)]
-        names = attribute_names(spec, attributes)
-        count = int(parse_shape_expr(f.items, set(names), set()).evaluate(names, {})) if allowed else 0
+    for f, allowed, count in _activation_slots(spec, level, attributes):
+        count = count if allowed else 0
         for slot in range(count):
             activation = allowed[0]
             for a in activation.attribute_fields:
