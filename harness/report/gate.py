@@ -43,12 +43,16 @@ def evaluate_gate(records: list[CaseRecord], manifest: Manifest | None, expectat
     stale = [f"{r.backend}:{r.expectation or r.test_id}: {r.summary}" for r in unique if r.status == STALE]
     explained = {(r.backend, part) for r in unique if r.expectation for part in r.expectation.split("+")}
     ran_per_operator = Counter((r.backend, r.operator) for r in unique)
+    # an expectation about one rule's invalid cases is judged on that rule's cases: a ladder run asks
+    # an older DLL (which inherits the newest DLL's expectations) only the rules a level gates
+    ran_per_rule = Counter((r.backend, r.operator, r.rule) for r in unique if r.rule is not None)
     for backend in sorted({r.backend for r in unique}):
         exp = expectations_for(backend, expectations_dir)
         for item in exp.items:  # an expectation with a probe is judged by its probe record above
             # a known flake (status flaky) shows in some runs only: a run without it says nothing
             if item.probe is None and item.status != "flaky" and (backend, item.id) not in explained:
-                ran = ran_per_operator.get((backend, item.operator), 0)
+                ran = (ran_per_rule.get((backend, item.operator, item.rule), 0) if item.rule is not None
+                       else ran_per_operator.get((backend, item.operator), 0))
                 if ran:
                     stale.append(f"{backend}:{item.id} has no probe and explained none of {ran} case(s) this run")
     summary = list(completeness.lines)

@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from harness.model.validator import LEVEL_RULES
 from harness.run.case import device_level
+from harness.spec.model import level_names
 
 if TYPE_CHECKING:
     from harness.run.plugin import DmlConfig
+    from harness.spec.model import OperatorSpec
 
 LOWER_LEVEL_DATA_SETS = 1        # data sets per valid descriptor below the own level
 LOWER_LEVEL_INVALID_SHARE = 3    # the reference's invalid cells there: the profile's examples // 3
@@ -49,3 +52,27 @@ def invalid_examples(config: pytest.Config, backend_name: str, level: str, profi
     if below_own_level(config, backend_name, level):
         return max(1, profile_examples // LOWER_LEVEL_INVALID_SHARE)
     return None
+
+
+TABLE_RULES = LEVEL_RULES - {"operator.unavailable"}
+
+
+def level_gated(spec: OperatorSpec, rule: str, level: str) -> bool:
+    """Whether a descriptor that breaks `rule` at `level` may be one the newest level accepts: a
+    level-gated rejection, what the ladder's lower levels and an older DirectML.dll are in a run for
+    (harness.run.parametrize asks them only these). The operator's unavailability below its
+    introduction; a table rule where the tables in force at `level` are not the newest level's; a
+    constraint whose condition reads the feature level. Any other rule judges a descriptor alike at
+    every level, so breaking it below the newest level only repeats the newest level's invalid cells
+    (an older DLL's own bugs there are the newest DLL's business, or `--feature-level own`'s).
+    (Here rather than beside the validator's LEVEL_RULES: a change to harness.model makes every
+    reachability answer be searched again, harness/generate/reachability_memo.py.)"""
+    newest = spec.catalog.newest_level.name
+    if rule == "operator.unavailable":
+        return not spec.has_table_at(level)
+    if rule in TABLE_RULES:
+        return [id(t) for t in spec.tables_at(level)] != [id(t) for t in spec.tables_at(newest)]
+    if rule.startswith("constraint."):
+        levels = level_names(spec.catalog)
+        return any(c.rule_id == rule and c.guard is not None and bool(c.guard.names() & levels) for c in spec.constraints)
+    return False

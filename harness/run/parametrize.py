@@ -5,7 +5,8 @@ decides the cells, so that what a run plans can be read without the plugin's ses
 
 The ladder (`--feature-level ladder`) is decided here: the reference at each level where an
 operator's tables change, a device's valid cells at its own level and below, an older DLL's
-invalid cells at its own level only (`levels_for`)."""
+invalid cells at its own level only (`levels_for`); below the newest level an invalid cell runs
+the rules that level gates only (`gated_rules_only`, harness.run.ladder.level_gated)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,6 +18,7 @@ from harness.generate.breakers import candidate_rules, rule_reachable
 from harness.generate.sweeps import sweeps
 from harness.generate.types import coverage_plan, primary_type
 from harness.run.case import device_level
+from harness.run.ladder import level_gated
 from harness.run.registry import expectations_for, split_instance
 
 if TYPE_CHECKING:
@@ -36,7 +38,9 @@ def levels_for(config: DmlConfig, backend_name: str, spec: OperatorSpec | None =
     invalid case of a lower level is, at the device's own level, either invalid for the same rule
     (the own level's invalid cells run it) or valid (the own level's valid cells cover it). An
     older DLL (directml@1.10.1) runs its invalid cells only, at its own level: its level-gated
-    rejections, what it is in the run for; its arithmetic is the newest DLL's business. Valid
+    rejections, what it is in the run for (pytest_generate_tests keeps the rules that are
+    level-gated there); its arithmetic, and its checks of rules that judge alike at every level,
+    are the newest DLL's business. Valid
     cells skip the level just before each table change (its valid cases are those of the level its
     table starts at); invalid cells keep it (a level-gated rule breaks there)."""
     specs = config.dml_specs
@@ -65,6 +69,18 @@ def levels_for(config: DmlConfig, backend_name: str, spec: OperatorSpec | None =
         else:
             out.append((lvl, None))
     return out
+
+
+def gated_rules_only(config: DmlConfig, level: str) -> bool:
+    """Whether an invalid cell at `level` runs only the rules that level gates
+    (harness.run.ladder.level_gated): on the ladder, below the newest level. The reference's
+    lower levels and an older DLL's own level are there for the level-gated rejections; a rule that
+    judges a descriptor alike at every level is broken at the newest level already (the reference's
+    and the newest DLL's invalid cells), and breaking it again below only repeated that (41 % of
+    make run's cells). An explicit --feature-level list keeps every rule: whoever names a level wants
+    it judged in full."""
+    specs = config.dml_specs
+    return (config.getoption("feature_level") or ["own"]) == ["ladder"] and level != specs.catalog.newest_level.name
 
 
 def _operators(config):
@@ -128,6 +144,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     if not spec.has_table_at(level) and not rule_reachable(spec, level, "operator.unavailable"):
                         continue
                     for rule in candidate_rules(spec):
+                        if gated_rules_only(config, level) and not level_gated(spec, rule, level):
+                            continue  # judged alike at every level: the newest level's invalid cells break it
                         if rule_reachable(spec, level, rule):
                             params.append(_param([(backend, spec.name, level, rule)], f"{spec.name}-FL{level}-{rule}-{backend}",
                                                  _unavailable(config, backend) or skip))

@@ -137,3 +137,23 @@ def test_an_unseen_expectation_without_a_probe_is_stale_unless_it_names_a_flake(
     assert not result.passed
     assert any("numpy:numpy-sign-crashes has no probe and explained none of 2 case(s)" in s for s in result.stale), result.stale
     assert not any("numpy-sign-flakes" in s for s in result.stale), result.stale
+
+
+def test_an_expectation_about_one_rule_is_judged_on_that_rules_cases(tmp_path):
+    """A probe-less expectation naming a rule is stale only where that rule's cases ran and none
+    matched it: the ladder asks an older DLL only the rules a level gates, so the operator running
+    (its other rules, its worked examples) says nothing of this one."""
+    other_rule = CaseRecord("numpy", "ELEMENT_WISE_SIGN", "6.4", "FLOAT32", "invalid", "rejected-invalid", "c", "summary",
+                            rule="tensor.data_type")
+    write_run(tmp_path, [_rec("a"), _rec("b"), other_rule])
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "numpy.yaml").write_text(
+        "backend: numpy\nexpectations:\n"
+        "  - id: numpy-sign-accepts-bad-strides\n    operator: ELEMENT_WISE_SIGN\n    status: accepted-invalid\n"
+        "    rule: tensor.strides_length\n    why: made up\n"
+        "  - id: numpy-sign-accepts-bad-types\n    operator: ELEMENT_WISE_SIGN\n    status: accepted-invalid\n"
+        "    rule: tensor.data_type\n    why: made up\n")
+    result = evaluate_gate(list(read_records(tmp_path / "results")), load_manifest(tmp_path / "results"), expectations)
+    assert not any("numpy-sign-accepts-bad-strides" in s for s in result.stale), result.stale
+    assert any("numpy:numpy-sign-accepts-bad-types has no probe and explained none of 1 case(s)" in s for s in result.stale), result.stale

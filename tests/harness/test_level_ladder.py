@@ -30,7 +30,11 @@ def test_the_ladder_runs_each_level_where_the_tables_change(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     records = record_dicts(tmp_path / "results")  # results-*.jsonl, gzip-compressed at the run's end
-    assert {r["feature_level"] for r in records if r["kind"] == "invalid"} == set(gather.table_change_levels)
+    # invalid cells below the newest level break the rules that level gates only: 4.1 has the
+    # newest table (nothing refused there that 6.4 accepts), the levels before it older tables
+    assert {r["feature_level"] for r in records if r["kind"] == "invalid"} == {"1.0", "2.0", "2.1", "3.0", "4.0", "6.4"}
+    below = {r["rule"] for r in records if r["kind"] == "invalid" and r["feature_level"] != "6.4"}
+    assert below and below <= {"tensor.data_type", "tensor.dimension_count", "tensor.missing"}, below
     assert {r["feature_level"] for r in records if r["kind"] == "valid"} == set(gather.table_start_levels)
     # below the own level (6.4) a valid descriptor gets one data set, at it --data-per-descriptor's 8
     # (harness.run.ladder); max-examples 1: one descriptor per cell
@@ -98,3 +102,32 @@ def test_below_its_own_level_a_cell_draws_fewer_data_and_the_reference_fewer_rej
     explicit = _Config({"numpy": _Device("6.4", reference=True)})
     explicit.getoption = lambda name: {"feature_level": ["3.0"], "data_per_descriptor": 8}.get(name)
     assert data_sets_per_descriptor(explicit, "numpy", "3.0") == 8 and invalid_examples(explicit, "numpy", "3.0", 10) is None
+
+
+def test_an_older_dll_is_asked_only_the_rules_a_level_gates():
+    """harness.run.ladder.level_gated, on hand-read page facts: ACTIVATION_HARD_SWISH is
+    introduced at FL 6.2 (unavailable at 5.2, not at 6.4); ELEMENT_WISE_POW's tables start at
+    FL 1.0 and 3.0 (a type or dimension count refused at 5.2 is refused at 6.4 too, at 2.1 it may
+    not be), and its exponent-type rule holds below FL 3.0 only; RESAMPLE2's table changes at
+    FL 6.2 (5.2's table is not the newest). A rule no level touches (strides) is never gated."""
+    from harness.run.ladder import level_gated
+    swish, pow_, resample2 = (SPECS.operator(n) for n in ("ACTIVATION_HARD_SWISH", "ELEMENT_WISE_POW", "RESAMPLE2"))
+    assert level_gated(swish, "operator.unavailable", "5.2") and not level_gated(swish, "operator.unavailable", "6.4")
+    assert not level_gated(pow_, "operator.unavailable", "5.2")
+    for rule in ("tensor.data_type", "tensor.dimension_count", "tensor.missing"):
+        assert not level_gated(pow_, rule, "5.2") and level_gated(pow_, rule, "2.1")
+        assert level_gated(resample2, rule, "5.2") and not level_gated(resample2, rule, "6.4")
+    assert level_gated(pow_, "constraint.exponent_type_until_3_0", "2.1")
+    assert not level_gated(pow_, "constraint.same_shape", "2.1")
+    assert not any(level_gated(s, "tensor.strides_length", "5.0") for s in (swish, pow_, resample2))
+
+
+def test_below_the_newest_level_the_ladder_breaks_only_level_gated_rules():
+    """The reference's lower ladder levels and an older DLL's own level get the level-gated rules
+    only; the newest level keeps every rule, and so does any level asked for explicitly (whoever
+    names it wants it judged in full)."""
+    from harness.run.parametrize import gated_rules_only
+    config = _Config({"numpy": _Device("6.4", reference=True), "directml": _Device("6.4"), "directml@1.10.1": _Device("5.2")})
+    assert gated_rules_only(config, "5.2") and gated_rules_only(config, "2.1") and not gated_rules_only(config, "6.4")
+    config.getoption = lambda name: {"feature_level": ["5.2"]}.get(name)
+    assert not gated_rules_only(config, "5.2")
