@@ -134,10 +134,10 @@ def _group_choices(table, group: list[str]) -> list[tuple[tuple[str, str | None]
         per_member = []
         for n in group:
             cell = table.tensors[n]
-            options = ([t] if t in cell.types else []) + ([None] if cell.optional else [])
+            options = ([t] if t in cell.types else []) + ([None] if cell.omittable else [])
             per_member.append(options)
         out += [tuple(zip(group, combo)) for combo in itertools.product(*per_member)]
-    if all(table.tensors[n].optional for n in group):  # the whole group absent
+    if all(table.tensors[n].omittable for n in group):  # the whole group absent
         out.append(tuple((n, None) for n in group))
     return list(dict.fromkeys(out))
 

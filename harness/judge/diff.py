@@ -21,7 +21,7 @@ from harness.reference.evaluate import Expected, expected_for
 from harness.reference.facts import ElementFacts
 from harness.spec.catalog import DataType
 from harness.spec.model import Comparison, OperatorSpec
-from harness.model.validator import case_verdict
+from harness.model.validator import NULL_OUTPUT_REASON, case_verdict, null_optional_outputs
 
 PASS, MISMATCH, UNSPECIFIED = Status.PASS, Status.MISMATCH, Status.UNSPECIFIED
 UNSUPPORTED, REJECTED_VALID, ACCEPTED_INVALID = Status.UNSUPPORTED, Status.REJECTED_VALID, Status.ACCEPTED_INVALID
@@ -467,4 +467,7 @@ def judge(spec: OperatorSpec, case: Case, run_result: RunResult, backend_validat
         assert not isinstance(run_result, Outputs)
         return DiffResult(REJECTED_VALID, f"rejected a descriptor valid at FL {level}: {run_result.reason}")
     assert not isinstance(run_result, (Rejected, Unsupported, Crashed))
+    null = null_optional_outputs(spec, case, level)
+    if null:  # accepted, as it must be; nothing to compare its values with
+        return DiffResult(UNSUPPORTED, "accepted; " + NULL_OUTPUT_REASON.format(names=", ".join(null)))
     return compare_outputs(spec, case, run_result.buffers)

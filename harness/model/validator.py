@@ -277,6 +277,20 @@ def case_verdict(spec: OperatorSpec, case: Case, level: str | None = None) -> Ve
     return verdict
 
 
+def null_optional_outputs(spec: OperatorSpec, case: Case, level: str | None = None) -> list[str]:
+    """The plain optional outputs (TensorSupport.bound_always) a case leaves null: legal, a device
+    must accept it, but the references compute every output field, so its values are not judged
+    (generation never leaves one out; a case file may)."""
+    table = spec.table_at(level or case.feature_level, case.descriptor.attributes)
+    if table is None:
+        return []
+    return [n for n, cell in table.tensors.items() if cell.bound_always and case.descriptor.tensors.get(n) is None]
+
+
+NULL_OUTPUT_REASON = ("the page lets {names} be null and the descriptor is valid, but the reference computes every "
+                      "output field: its values are not judged (a device must accept it: a rejection fails)")
+
+
 def spec_for_case(specs: SpecSet, case: Case) -> OperatorSpec | Rejected | Unsupported:
     """The operator spec a backend that validates like DirectML computes `case` with, or what it
     answers instead: Unsupported for an operator without a spec, Rejected for an invalid descriptor."""
@@ -286,4 +300,7 @@ def spec_for_case(specs: SpecSet, case: Case) -> OperatorSpec | Rejected | Unsup
     verdict = case_verdict(spec, case)
     if not verdict.accepted:
         return Rejected(verdict.summary())
+    null = null_optional_outputs(spec, case)
+    if null:
+        return Unsupported(NULL_OUTPUT_REASON.format(names=", ".join(null)))
     return spec

@@ -83,13 +83,23 @@ class FieldSpec:
 class TensorSupport:
     """One row of a support table."""
 
-    kind: str  # input | optional_input | output | optional_output (items 1.. of an output tensor array)
+    kind: str  # input | optional_input | output | optional_output (a plain field, or items 1.. of an output tensor array)
     dims: tuple[int, int]
     types: tuple[str, ...]
+    # a plain field the page calls 'Optional output': a device must accept it null, but generation
+    # binds it always (the references compute every output field, so a case without one is not judged)
+    bound_always: bool = False
 
     @property
     def optional(self) -> bool:
+        """Whether a descriptor may leave the tensor null (the validator's tensor.missing rule)."""
         return self.kind in ("optional_input", "optional_output")
+
+    @property
+    def omittable(self) -> bool:
+        """Whether generation leaves the tensor out in some cases: an optional input or a later item
+        of a tensor array, not a plain optional output (bound_always)."""
+        return self.optional and not self.bound_always
 
     def dim_counts(self) -> list[int]:
         return list(range(self.dims[0], self.dims[1] + 1))

@@ -232,6 +232,7 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
         if missing:
             raise src.error(path + ("tensors",), f"table does not cover tensor field(s) {', '.join(missing)}")
         tensors: dict[str, TensorSupport] = {}
+        rows_as_written = {name for name in raw["tensors"] if name not in arrays}  # plain fields (not tensor arrays)
         for tname, cell, cpath in _table_rows(raw["tensors"], arrays, path):
             if tname not in tensor_names:
                 raise src.error(cpath, f"{tname!r} is not a tensor field; fields: {', '.join(sorted(tensor_names))}")
@@ -245,7 +246,8 @@ def _read_support(src: SourcedYaml, data: dict, catalog: Catalog, fields: list[F
             role = next(f.role for f in fields if f.name == tname)
             if (cell["kind"] in ("output", "optional_output")) != (role == "output"):
                 raise src.error(cpath + ("kind",), f"kind {cell['kind']!r} does not fit field role {role!r}")
-            tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]))
+            plain_optional_output = cell["kind"] == "optional_output" and tname in rows_as_written
+            tensors[tname] = TensorSupport(cell["kind"], (lo, hi), tuple(cell["types"]), bound_always=plain_optional_output)
         support.append(SupportTable(raw["level"], tensors, group))
     for group in dict.fromkeys(groups):  # each group's oldest table is at the introduction
         oldest = max((i for i, g in enumerate(groups) if g == group), key=lambda i: i)

@@ -17,7 +17,7 @@ _TENSOR_SUPPORT = {
     "additionalProperties": False,
     "required": ["kind", "dims", "types"],
     "properties": {
-        "kind": {"enum": ["input", "optional_input", "output"]},
+        "kind": {"enum": ["input", "optional_input", "output", "optional_output"]},
         "dims": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
         "types": _TYPE_LIST,
     },
