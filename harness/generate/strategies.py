@@ -224,7 +224,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, f.role == "output"))
     late = _reading_derived(spec)  # arrays sized by a derived tensor (a bias per channel): after it
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), skip=late)))
-    for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
+    for name in derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
         t = types[name]
         assert t is not None  # the derivation order holds present tensors only
         sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
@@ -270,7 +270,20 @@ def _drawn_rules(spec: OperatorSpec) -> bool:
     1 or 3) is kept by drawing again, as is a rule of older levels (Spatial FALSE forbids a
     broadcast mean below FL 4.0), which the shapes drawn for every level do not know."""
     counts = {f.name for f in spec.attribute_fields if f.is_count} | set(spec.tensor_arrays)  # a count, or an array's length
-    return bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+    return (bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+            or any(_presence_and_attribute(spec, c) for c in spec.constraints))
+
+
+def _presence_and_attribute(spec: OperatorSpec, c: Any) -> bool:
+    """Whether `c` ties a tensor's presence to an attribute (MaskTensor is present exactly when
+    MaskType is not NONE): the type assignment decides the presence and the attributes are drawn
+    apart, so such a rule is kept by drawing again."""
+    import ast
+    if c.rule != "expression" or c.check is None:
+        return False
+    reads_presence = any(isinstance(n, ast.Attribute) and n.attr == "present" for n in ast.walk(c.check.tree))
+    attributes = {f.name for f in spec.attribute_fields}
+    return reads_presence and bool(c.check.names() & attributes)
 
 
 @lru_cache(maxsize=None)
@@ -295,7 +308,7 @@ def _attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float]) -> b
     return all(r is None or bool(r) for r in results)
 
 
-def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
+def derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
     """The derived tensors in field order, except that one whose shape rule reads another derived
     tensor comes after it (a split's input sums its output items, which follow it in the struct)."""
     pending = [f.name for f in spec.tensor_fields if f.name in derived]
