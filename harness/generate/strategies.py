@@ -242,8 +242,9 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             fixed = planned is not None and any(key[2] for key in plan)
             if side == "left":  # trailing 1s left out or added: the same from the other end
                 sizes = _realigned(draw, sizes[::-1], *dim_range(spec, level, [name], member), planned, fixed)[::-1]
-            else:
-                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned, fixed)
+            else:  # leading_ones: 1s added, none of the rule's sizes left out
+                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned, fixed,
+                                   keep_all=side == "leading_ones")
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
@@ -419,7 +420,7 @@ def _realign_plan(spec: OperatorSpec, level: str, member: str | None, name: str)
 
 
 def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int | None,
-               fixed: bool = False) -> list[int]:
+               fixed: bool = False, keep_all: bool = False) -> list[int]:
     """A broadcast operand's Sizes (its shape rule aligns right) at a dimension count drawn from
     its table's range `lo`..`hi`: leading 1s left out or added, so that every count the table lists
     is generated, not only the count of the tensor it broadcasts against. The first choice is the
@@ -429,7 +430,7 @@ def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int
     other tensors'. (A cycle keyed by the derived count and the absent tensors alone skipped
     counts: all-ones Sizes of 4 or 5 dims never started at 3.)"""
     ones = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
-    least = max(lo, len(sizes) - ones, 1)
+    least = max(lo, len(sizes) if keep_all else len(sizes) - ones, 1)  # keep_all: leading 1s added only
     if least > hi:
         return sizes
     first = planned if planned is not None and least <= planned <= hi else least

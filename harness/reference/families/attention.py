@@ -88,7 +88,7 @@ class _Operands:
 
 
 def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], heads: int,
-              eps: float, tiny: float) -> _Operands:
+              eps: float, tiny: float, max_out: float) -> _Operands:
     """The query, key and value per head from whichever tensors are present (the spec's rules keep
     exactly one source of each), the bias added, the past put before."""
     def get(key: str) -> np.ndarray | None:
@@ -121,8 +121,10 @@ def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
             b = part.reshape(heads, 1, -1)  # [H, 1, d]: per head, broadcast over batch and sequence
             with np.errstate(all="ignore"):
                 y = x + b
-            # one rounding of the addition, and a flushed fp32 denormal addend (less than tiny)
-            biased.append((y, eps * np.abs(y) + tiny, np.broadcast_to(b != 0, y.shape)))
+            # one rounding of the addition, and a flushed fp32 denormal addend (less than tiny); a sum
+            # that may round past the largest finite value may be an infinity (then anything follows)
+            err = np.where(np.abs(y) * (1 + eps) >= max_out, np.inf, eps * np.abs(y) + tiny)
+            biased.append((y, err, np.broadcast_to(b != 0, y.shape)))
         (q, dq, _), (k, dk, k_biased), (v, dv, v_biased) = biased
     past_k, past_v = get("past_key"), get("past_value")
     if past_k is not None:
@@ -201,11 +203,16 @@ def _scores(family: FamilySpec, ops: _Operands, scale: float, position: np.ndarr
         carried = np.abs(scale) * (np.einsum("bhsd,bhtd->bhst", ops.dq, np.abs(ops.k))
                                    + np.einsum("bhsd,bhtd->bhst", np.abs(ops.q), ops.dk)
                                    + np.einsum("bhsd,bhtd->bhst", ops.dq, ops.dk))
+        # the page scales the product (GEMM(Query, Transposed(Key)) * Scale): the unscaled sum may
+        # overflow even where Scale brings it back (Scale 0 times an infinite product is NaN)
+        unscaled = np.einsum("bhsd,bhtd->bhst", np.abs(ops.q), np.abs(ops.k))
+        may_overflow = ~(unscaled * (1 + 2 * (ops.q.shape[-1] + 2) * bound_vars["eps"]) < bound_vars["max_out"])
     variables: dict[str, Any] = {**bound_vars, "K": np.float64(ops.q.shape[-1] + 2), "sum_abs": sum_abs,
                                  "sum_inputs": np.where(np.isfinite(factors), factors, 0.0),
                                  "N": np.float64(0), "arg": np.zeros_like(z), "exact": z}
     dz = _bound(family, "score", variables, z.shape) + np.where(np.isfinite(carried), carried, np.inf)
-    return z, np.where(np.isfinite(z), dz, 0.0)  # a non-finite score is IEEE's, exactly (or the rules' to judge)
+    dz = np.where(may_overflow, np.inf, dz)
+    return z, np.where(np.isfinite(z) | may_overflow, dz, 0.0)  # a non-finite score is IEEE's, exactly (or the rules' to judge)
 
 
 def _weights(family: FamilySpec, z: np.ndarray, dz: np.ndarray, bound_vars: dict[str, np.float64]
@@ -267,7 +274,8 @@ def _attend(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     bound_vars = type_bound_variables(spec.catalog.dtype(out_desc.data_type).numpy)
     if not flushes:
         bound_vars["tiny"] = np.float64(0.0)
-    ops = _operands(spec, descriptor, inputs, heads, float(bound_vars["eps"]), float(bound_vars["tiny"]))
+    ops = _operands(spec, descriptor, inputs, heads, float(bound_vars["eps"]), float(bound_vars["tiny"]),
+                    float(bound_vars["max_out"]))
     b, h, s, _ = ops.q.shape
     shape = (b, h, s, ops.k.shape[2])
     position = _tensor(spec, descriptor, inputs, "position_bias")
@@ -281,7 +289,8 @@ def _attend(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
             z, dz = np.where(masked, filter_value, z), np.where(masked, 0.0, dz)
         p, dp = _weights(family, z, dz, bound_vars)
         out, err = _weighted_sum(family, p, dp, ops, bound_vars)
-        return z, p, out, err
+        # a score that may overflow (an infinity or NaN on a device) may make its whole row NaN
+        return z, p, out, np.where(np.isinf(dz).any(axis=-1, keepdims=True), np.inf, err)
     z, p, out, err = run(set_reading)
     _, _, other, other_err = run(not set_reading)
     with np.errstate(all="ignore"):
