@@ -930,7 +930,7 @@ ATTENTION_FAMILY = FamilyDeclaration(
     element_variables={
         "nonfinite_in": "1 where a NaN or an infinity feeds the output element (a score that is NaN or +inf, a row "
                         "of -inf scores only, a non-finite V or past value), else 0",
-        "mask_reading": "1 where the output element differs, beyond its bound, between a masked score set to the "
+        "mask_reading": "1 where the output element's exact value differs between a masked score set to the "
                         "filter value and the filter value added to it, else 0",
         "mask_value_open": "1 where the mask holds a value the page gives no meaning: a boolean mask element other "
                            "than 0 or 1, a length, start or end below 0 or beyond the total sequence, else 0",
