@@ -199,12 +199,14 @@ def _scores(family: FamilySpec, ops: _Operands, scale: float, position: np.ndarr
         terms = np.abs(scale) * np.einsum("bhsd,bhtd->bhst", np.abs(ops.q), np.abs(ops.k))
         extra = np.abs(pos) + np.where(np.isfinite(added), np.abs(added), 0.0)
         sum_abs = np.where(np.isfinite(terms), terms, 0.0) + np.where(np.isfinite(extra), extra, 0.0)
-        factors = (np.abs(ops.q).sum(axis=-1)[..., :, None] + np.abs(ops.k).sum(axis=-1)[..., None, :]) + extra
+        # a flushed fp32 denormal factor moves its scaled product by less than tiny |scale| |other|
+        factors = (max(1.0, abs(scale)) * (np.abs(ops.q).sum(axis=-1)[..., :, None] + np.abs(ops.k).sum(axis=-1)[..., None, :])
+                   + extra)
         carried = np.abs(scale) * (np.einsum("bhsd,bhtd->bhst", ops.dq, np.abs(ops.k))
                                    + np.einsum("bhsd,bhtd->bhst", np.abs(ops.q), ops.dk)
                                    + np.einsum("bhsd,bhtd->bhst", ops.dq, ops.dk))
-        # the page scales the product (GEMM(Query, Transposed(Key)) * Scale): the unscaled sum may
-        # overflow even where Scale brings it back (Scale 0 times an infinite product is NaN)
+        # the page scales the product after it is summed (Q K^T, then times the scale): the unscaled
+        # sum may overflow even where the scale brings it back (0 times an infinite product is NaN)
         unscaled = np.einsum("bhsd,bhtd->bhst", np.abs(ops.q), np.abs(ops.k))
         may_overflow = ~(unscaled * (1 + 2 * (ops.q.shape[-1] + 2) * bound_vars["eps"]) < bound_vars["max_out"])
     variables: dict[str, Any] = {**bound_vars, "K": np.float64(ops.q.shape[-1] + 2), "sum_abs": sum_abs,
