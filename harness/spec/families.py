@@ -908,7 +908,15 @@ ATTENTION_FAMILY = FamilyDeclaration(
         "scale": Param("union", meaning="the FLOAT field the product Q K^T is multiplied by"),
         "mask_filter": Param("union", meaning="the FLOAT field added to (or, where `mask_set` holds, written over) "
                                               "a masked score"),
-        "heads": Param("scalar", meaning="the UINT field of the head count"),
+        "heads": Param("scalar", meaning="the UINT field of the head count (the query's, where `kv_heads` is given)"),
+        "kv_heads": Param("scalar", required=False,
+                          meaning="the UINT field of the key's and value's head count, where it may differ from the "
+                                  "query's (grouped-query attention): query head h reads key and value head "
+                                  "h // (heads // kv_heads); the bias, the past and the present outputs hold the "
+                                  "key's and value's heads (absent: `heads`)"),
+        "past_sequence_lengths": Param("input", required=False,
+                                       meaning="a tensor the family does not read: the element variable "
+                                               "`past_lengths_given` tells the spec's rules where it is present"),
         "mask_type": Param("choice", choices=("none", "key_sequence_length", "key_sequence_end_start",
                                               "key_query_sequence_length_start_end", "boolean"), by_enum=True,
                            meaning="how the mask reads: none; key_sequence_length, [1, batch] lengths, key positions "
@@ -935,6 +943,7 @@ ATTENTION_FAMILY = FamilyDeclaration(
         "mask_value_open": "1 where the mask holds a value the page gives no meaning: a boolean mask element other "
                            "than 0 or 1, a length, start or end below 0 or beyond the total sequence, else 0",
         "biased": "1 at a present key or value element that a non-zero bias element was added to, else 0",
+        "past_lengths_given": "1 at every output element where the `past_sequence_lengths` tensor is present, else 0",
     },
     bound_variables={
         "K": "the terms of one sum: head_size + 2 for a score (the products, the position bias, the mask), the "

@@ -200,3 +200,30 @@ def test_non_finite_inputs_are_left_to_the_rule():
     result = _run({"QueryTensor": q, "KeyTensor": k, "ValueTensor": v},
                   {"Scale": 1.0, "MaskFilterValue": -1e4, "HeadCount": 2, "MaskType": NONE}, _sizes(1, 1, 2, 2, 1, 1))
     assert result.unspecified["OutputTensor"]["nonfinite_in"].tolist() == [[[True, False]]]
+
+
+def test_grouped_query_heads_read_their_group_key_value_head():
+    """MULTIHEAD_ATTENTION1's reading of QueryHeadCount and KeyValueHeadCount: 4 query heads over 2
+    key/value heads, query head h reads key and value head h // 2 (not h % 2); the present outputs hold
+    the 2 key/value heads."""
+    spec = SPECS.operator("MULTIHEAD_ATTENTION1")
+    rng = np.random.default_rng(5)
+    b, s, kv, heads, kv_heads, d = 1, 2, 3, 4, 2, 1
+    q, k, v = _random(rng, b, s, heads * d), _random(rng, b, kv, kv_heads * d), _random(rng, b, kv, kv_heads * d)
+    sizes = {"QueryTensor": [b, s, heads * d], "KeyTensor": [b, kv, kv_heads * d], "ValueTensor": [b, kv, kv_heads * d],
+             "OutputTensor": [b, s, heads * d], "OutputPresentKeyTensor": [b, kv_heads, kv, d], "OutputPresentValueTensor": [b, kv_heads, kv, d]}
+    types = {n: "FLOAT32" for n in sizes}
+    layouts = {n: TensorDesc(t, list(sizes[n])) for n, t in types.items()}
+    case = case_from_arrays(spec, "6.4", types, {"QueryTensor": q, "KeyTensor": k, "ValueTensor": v},
+                            attributes={"Scale": 1.0, "MaskFilterValue": -1e4, "QueryHeadCount": heads,
+                                        "KeyValueHeadCount": kv_heads, "MaskType": NONE}, layouts=layouts)
+    assert spec.formula.family is not None
+    result = family_compute(spec.formula.family.name)(spec, case.descriptor, family_inputs(spec, case.descriptor, case.inputs))
+
+    def spread(x: np.ndarray, pick) -> np.ndarray:  # [B, L, kv_heads] -> [B, L, heads], head h from pick(h)
+        return np.stack([x[:, :, pick(h)] for h in range(heads)], axis=2)
+    want = _loop(q, spread(k, lambda h: h // 2), spread(v, lambda h: h // 2), heads, 1.0)
+    np.testing.assert_allclose(result.bounds["OutputTensor"][0], want, rtol=1e-12, atol=1e-12)
+    other = _loop(q, spread(k, lambda h: h % 2), spread(v, lambda h: h % 2), heads, 1.0)
+    assert not np.allclose(want, other)  # the case tells the two groupings apart
+    assert result.outputs["OutputPresentKeyTensor"].reshape(kv_heads, kv).tolist() == k[0].T.tolist()

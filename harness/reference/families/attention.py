@@ -88,9 +88,11 @@ class _Operands:
 
 
 def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], heads: int,
-              eps: float, tiny: float, max_out: float) -> _Operands:
+              eps: float, tiny: float, max_out: float, kv_heads: int | None = None) -> _Operands:
     """The query, key and value per head from whichever tensors are present (the spec's rules keep
-    exactly one source of each), the bias added, the past put before."""
+    exactly one source of each), the bias added, the past put before; the key and value with their
+    own head count (`kv_heads`, default `heads`)."""
+    kv_heads = heads if kv_heads is None else kv_heads
     def get(key: str) -> np.ndarray | None:
         return _tensor(spec, descriptor, inputs, key)
     q = k = v = None
@@ -106,19 +108,19 @@ def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     if (x := get("query")) is not None:
         q = _heads(_last(x, 3), heads)
     if (x := get("key")) is not None:
-        k = _heads(_last(x, 3), heads)
+        k = _heads(_last(x, 3), kv_heads)
     if (x := get("value")) is not None:
-        v = _heads(_last(x, 3), heads)
+        v = _heads(_last(x, 3), kv_heads)
     assert q is not None and k is not None and v is not None  # a valid descriptor has one source of each
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     k_biased, v_biased = np.zeros(k.shape, dtype=bool), np.zeros(v.shape, dtype=bool)
     if (bias := get("bias")) is not None:
         flat = bias.reshape(-1)
-        hq, hv = q.shape[3] * heads, v.shape[3] * heads
-        parts = [flat[:hq], flat[hq:2 * hq], flat[2 * hq:2 * hq + hv]]
+        hq, hk, hv = q.shape[3] * heads, k.shape[3] * kv_heads, v.shape[3] * kv_heads
+        parts = [flat[:hq], flat[hq:hq + hk], flat[hq + hk:hq + hk + hv]]
         biased = []
         for x, part in zip((q, k, v), parts):
-            b = part.reshape(heads, 1, -1)  # [H, 1, d]: per head, broadcast over batch and sequence
+            b = part.reshape(x.shape[1], 1, -1)  # [H, 1, d]: per head, broadcast over batch and sequence
             with np.errstate(all="ignore"):
                 y = x + b
             # one rounding of the addition, and a flushed fp32 denormal addend (less than tiny); a sum
@@ -136,6 +138,18 @@ def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
         v, dv = np.concatenate([past, v], axis=2), np.concatenate([np.zeros_like(past), dv], axis=2)
         v_biased = np.concatenate([np.zeros(past.shape, dtype=bool), v_biased], axis=2)
     return _Operands(q, k, v, dq, dk, dv, np.asarray(k_biased), np.asarray(v_biased))
+
+
+def _grouped(ops: _Operands, heads: int) -> _Operands:
+    """`ops` with the key's and value's heads repeated for the query heads that read them: query
+    head h reads key and value head h // (heads // kv_heads) (grouped-query attention; the same
+    operands where the counts agree)."""
+    group = heads // ops.k.shape[1]
+    if group == 1:
+        return ops
+    def rep(x: np.ndarray) -> np.ndarray:
+        return np.repeat(x, group, axis=1)
+    return _Operands(ops.q, rep(ops.k), rep(ops.v), ops.dq, rep(ops.dk), rep(ops.dv), rep(ops.k_biased), rep(ops.v_biased))
 
 
 def _mask(kind: str, mask: np.ndarray | None, shape: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -276,8 +290,12 @@ def _attend(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     bound_vars = type_bound_variables(spec.catalog.dtype(out_desc.data_type).numpy)
     if not flushes:
         bound_vars["tiny"] = np.float64(0.0)
+    kv_field = family.params.get("kv_heads")
+    kv_heads = int(descriptor.attributes[str(kv_field)]) if kv_field is not None else None
     ops = _operands(spec, descriptor, inputs, heads, float(bound_vars["eps"]), float(bound_vars["tiny"]),
-                    float(bound_vars["max_out"]))
+                    float(bound_vars["max_out"]), kv_heads)
+    present_ops = ops
+    ops = _grouped(ops, heads)
     b, h, s, _ = ops.q.shape
     shape = (b, h, s, ops.k.shape[2])
     position = _tensor(spec, descriptor, inputs, "position_bias")
@@ -311,7 +329,7 @@ def _attend(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     return _Attention(_merge_heads(out), _merge_heads(err), _merge_heads(nonfinite.astype(np.int64)),
                       _merge_heads(np.broadcast_to(reading, out.shape).astype(np.int64)),
                       _merge_heads(np.broadcast_to(value_open.any(axis=-1, keepdims=True), out.shape).astype(np.int64)),
-                      ops)
+                      present_ops)
 
 
 def _variables(spec: OperatorSpec, descriptor: Descriptor, values: dict[str, np.ndarray]) -> Any:
@@ -332,9 +350,11 @@ def _compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nd
     result = FamilyResult({})
     zeros = np.zeros(run.out.shape, dtype=np.int64)
     ops = run.operands
+    lengths = family.params.get("past_sequence_lengths")
+    given = int(lengths is not None and descriptor.tensors.get(str(lengths)) is not None)
     present = [("output", run.out, run.bound,
                 {"nonfinite_in": run.nonfinite, "mask_reading": run.reading, "mask_value_open": run.value_open,
-                 "biased": zeros}),
+                 "biased": zeros, "past_lengths_given": np.full(run.out.shape, given, dtype=np.int64)}),
                ("present_key", ops.k, ops.dk, {"biased": ops.k_biased.astype(np.int64)}),
                ("present_value", ops.v, ops.dv, {"biased": ops.v_biased.astype(np.int64)})]
     for key, exact, bound, variables in present:
@@ -344,7 +364,8 @@ def _compute(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nd
             continue
         exact = exact.reshape(desc.sizes)
         bound = bound.reshape(desc.sizes)
-        values = {v: np.zeros(desc.sizes, dtype=np.int64) for v in ("nonfinite_in", "mask_reading", "mask_value_open", "biased")}
+        values = {v: np.zeros(desc.sizes, dtype=np.int64)
+                  for v in ("nonfinite_in", "mask_reading", "mask_value_open", "biased", "past_lengths_given")}
         values.update({v: np.asarray(a).reshape(desc.sizes) for v, a in variables.items()})
         if key != "output":
             values["nonfinite_in"] = (~np.isfinite(exact)).astype(np.int64)
@@ -375,7 +396,8 @@ def legal_device(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, n
     sign = 1.0 if rng.random() < 0.5 else -1.0
     outputs = dict(result.outputs)
     for name, (exact, atol) in result.bounds.items():
-        reserve = np.maximum(atol - unflushed.bounds[name][1], 0.0)
+        with np.errstate(invalid="ignore"):  # inf - inf: no finite room to move in anyway
+            reserve = np.maximum(np.nan_to_num(atol - unflushed.bounds[name][1], nan=0.0), 0.0)
         moved, usable = toward_the_bound(exact, atol, outputs[name].dtype, sign, reserve)
         outputs[name] = np.where(usable, moved, outputs[name]).astype(outputs[name].dtype)
     return outputs
