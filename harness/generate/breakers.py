@@ -162,6 +162,19 @@ def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: D
     outside = [n for n in range(1, 10) if not lo <= n <= hi]
     if not outside:
         return None
+    resized_now = _resized(spec, d)
+    above = [n for n in outside if n > hi]
+    if resized_now and resized_now[0] in derived:
+        if not above or not any(c.align == "leading_ones" for c in spec.shape_rules if c.tensors[0] == resized_now[0]):
+            reject()  # its rule takes no more dimensions (a stacked layout's five): another descriptor
+        # every tensor derived: the root keeps its sizes with 1s added before them, so that its own
+        # rule (leading 1s allowed) and the rules reading its last sizes still hold
+        n = draw(st.sampled_from(above))  # fewer dimensions would leave out sizes its rule needs
+        t = _tensor(d, resized_now[0])
+        t.sizes = [1] * (n - len(t.sizes)) + list(t.sizes)
+        t.dimension_count = None
+        reset_layout(t)
+        return d, level
     n = draw(st.sampled_from(outside))
     _set_group_sizes(spec, d, [1] * (n - 1) + [2])
     return d, level
@@ -313,8 +326,10 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
             return None
         # the tensors present stay the ones present where some option allows it: a new or dropped
         # tensor may break a rule of its own (an array's item count tied to an attribute)
-        same = [o for o in options if all((t is None) == (d.tensors.get(n) is None) for n, t in o.items())]
-        types = draw(st.sampled_from(same or options))
+        def changed(o: dict) -> int:  # tensors added or dropped
+            return sum((t is None) != (d.tensors.get(n) is None) for n, t in o.items())
+        fewest = min(changed(o) for o in options)  # 0 where some option keeps them (a presence rule needs 1)
+        types = draw(st.sampled_from([o for o in options if changed(o) == fewest]))
         for n, data_type in types.items():
             if data_type is None:
                 d.tensors[n] = None
@@ -475,7 +490,9 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result
-    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}  # mutation search keeps these alone
+    # the mutation search keeps these alone; a presence-only rule is broken by a type assignment
+    # (a tensor added or dropped), whose new tensor takes its Sizes from the re-derivation
+    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape") and not presence_only(spec, c)}
     if rule not in searched:
         broken = _keep_shapes_derived(spec, broken, case_level, rule)
     _fit_unions(spec, broken)

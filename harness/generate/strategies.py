@@ -431,6 +431,8 @@ def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int
     counts: all-ones Sizes of 4 or 5 dims never started at 3.)"""
     ones = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
     least = max(lo, len(sizes) if keep_all else len(sizes) - ones, 1)  # keep_all: leading 1s added only
+    if keep_all and planned is not None and lo <= planned < least:
+        reject()  # the plan's count needs shorter sizes (another enum member's rule): drawn again
     if least > hi:
         return sizes
     first = planned if planned is not None and least <= planned <= hi else least
