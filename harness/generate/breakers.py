@@ -21,7 +21,8 @@ from harness.generate.values import random_values
 from harness.generate.types import (broken_type_constraints, constraint_breaking_assignments, dim_range, member_of, names_for,
                                     presence_only, shape_group)
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_tags
-from harness.generate.strategies import valid_descriptors
+from harness.generate.strategies import derive_sizes, valid_descriptors
+from harness.spec.shape_expr import is_free
 from harness.generate.reachability_memo import memo_for_code
 from harness.spec.load import spec_digest
 from harness.generate.expression_breakers import expression_breaker, first_array_values, reachable, rederive
@@ -41,13 +42,24 @@ def _drop_aliases(d: Descriptor, tensor: str) -> None:
 def _set_group_sizes(spec: OperatorSpec, d: Descriptor, sizes: list[int], dimension_count: int | None = None) -> None:
     """Give the shape group (every tensor when there is none) these sizes; a tensor whose Sizes a
     shape rule derives is left to `_keep_shapes_derived`."""
+    for name in _resized(spec, d):
+        t = _tensor(d, name)
+        t.sizes = list(sizes)
+        t.dimension_count = dimension_count
+        reset_layout(t)
+
+
+def _resized(spec: OperatorSpec, d: Descriptor) -> list[str]:
+    """The present tensors a generic breaker resizes: the shape group (every tensor a shape rule
+    does not derive, when there is none); where every present tensor is derived (each Sizes a
+    shape rule's: multi-head attention's sources of the query), the first present one, which
+    `_keep_shapes_derived` keeps while it re-derives the others from it."""
     derived = {c.tensors[0] for c in spec.shape_rules}
-    for name in shape_group(spec) or {f.name for f in spec.tensor_fields if f.name not in derived}:
-        t = d.tensors.get(name)
-        if t is not None:
-            t.sizes = list(sizes)
-            t.dimension_count = dimension_count
-            reset_layout(t)
+    group = shape_group(spec) or {f.name for f in spec.tensor_fields if f.name not in derived}
+    present = [n for n in _present(d) if n in group]
+    reads = {c.tensors[0]: c.reads - {c.tensors[0]} for c in spec.shape_rules}
+    roots = [n for n in _present(d) if not reads.get(n)]  # derived from the attributes alone
+    return present or roots[:1] or _present(d)[:1]
 
 
 def _present(d: Descriptor) -> list[str]:
@@ -150,6 +162,19 @@ def _break_dimension_count(draw: st.DrawFn, spec: OperatorSpec, level: str, d: D
     outside = [n for n in range(1, 10) if not lo <= n <= hi]
     if not outside:
         return None
+    resized_now = _resized(spec, d)
+    above = [n for n in outside if n > hi]
+    if resized_now and resized_now[0] in derived:
+        if not above or not any(c.align == "leading_ones" for c in spec.shape_rules if c.tensors[0] == resized_now[0]):
+            reject()  # its rule takes no more dimensions (a stacked layout's five): another descriptor
+        # every tensor derived: the root keeps its sizes with 1s added before them, so that its own
+        # rule (leading 1s allowed) and the rules reading its last sizes still hold
+        n = draw(st.sampled_from(above))  # fewer dimensions would leave out sizes its rule needs
+        t = _tensor(d, resized_now[0])
+        t.sizes = [1] * (n - len(t.sizes)) + list(t.sizes)
+        t.dimension_count = None
+        reset_layout(t)
+        return d, level
     n = draw(st.sampled_from(outside))
     _set_group_sizes(spec, d, [1] * (n - 1) + [2])
     return d, level
@@ -179,12 +204,35 @@ def _break_zero_size(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descrip
 
 
 def _break_too_many(draw: st.DrawFn, spec: OperatorSpec, level: str, d: Descriptor) -> tuple[Descriptor, str] | None:
+    resized = _resized(spec, d)
+    if resized and resized[0] in {c.tensors[0] for c in spec.shape_rules}:
+        return _too_many_where_free(spec, level, d, resized[0])
     lo, hi = dim_range(spec, level, _present(d), member_of(spec, d.attributes))
     rank = _tensor(d, _present(d)[0]).dim_count
     n = rank if lo <= rank <= hi and rank >= 2 else max(lo, 2)  # the same rank keeps array attributes in range
     if n > hi:
         return None  # one UINT32 size cannot exceed 2^32-1 elements
     _set_group_sizes(spec, d, [1] * (n - 2) + [65536, 65536])
+    return d, level
+
+
+def _too_many_where_free(spec: OperatorSpec, level: str, d: Descriptor, name: str) -> tuple[Descriptor, str] | None:
+    """Too many elements in a derived tensor: 65536 at each `free` position its shape rule leaves
+    (at least two: one UINT32 size cannot pass 2^32 - 1 elements), the rule's sizes elsewhere, so
+    that the rule itself still holds (a stacked [batch, sequence, heads, 3, head_size] keeps its 3
+    and its head count). None where the rule leaves fewer than two free positions."""
+    try:
+        want = derive_sizes(spec, d, name)
+    except ValueError:
+        return None
+    free = [i for i, v in enumerate(want) if is_free(v) and getattr(v, "values", None) is None]
+    if len(free) < 2:
+        return None
+    t = _tensor(d, name)
+    old = t.sizes[len(t.sizes) - len(want):] if len(t.sizes) >= len(want) else [1] * len(want)  # right-aligned
+    t.sizes = [65536 if i in free else (old[i] if is_free(v) else int(v)) for i, v in enumerate(want)]
+    t.dimension_count = None
+    reset_layout(t)
     return d, level
 
 
@@ -278,8 +326,10 @@ def _constraint_breaker(constraint_id: str) -> Breaker:
             return None
         # the tensors present stay the ones present where some option allows it: a new or dropped
         # tensor may break a rule of its own (an array's item count tied to an attribute)
-        same = [o for o in options if all((t is None) == (d.tensors.get(n) is None) for n, t in o.items())]
-        types = draw(st.sampled_from(same or options))
+        def changed(o: dict) -> int:  # tensors added or dropped
+            return sum((t is None) != (d.tensors.get(n) is None) for n, t in o.items())
+        fewest = min(changed(o) for o in options)  # 0 where some option keeps them (a presence rule needs 1)
+        types = draw(st.sampled_from([o for o in options if changed(o) == fewest]))
         for n, data_type in types.items():
             if data_type is None:
                 d.tensors[n] = None
@@ -440,7 +490,9 @@ def invalid_cases(draw: st.DrawFn, spec: OperatorSpec, level: str, rule: str,
     if result is None:
         raise ValueError(f"rule {rule} cannot be broken alone for {spec.name} at FL {level}")
     broken, case_level = result
-    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape")}  # mutation search keeps these alone
+    # the mutation search keeps these alone; a presence-only rule is broken by a type assignment
+    # (a tensor added or dropped), whose new tensor takes its Sizes from the re-derivation
+    searched = {c.rule_id for c in spec.constraints if c.rule in ("expression", "shape") and not presence_only(spec, c)}
     if rule not in searched:
         broken = _keep_shapes_derived(spec, broken, case_level, rule)
     _fit_unions(spec, broken)

@@ -22,7 +22,7 @@ from harness.model.descriptor import Descriptor, TensorDesc
 from harness.model.validator import validate
 from harness.spec.model import OperatorSpec
 from harness.generate.layouts import reset_layout
-from harness.generate.strategies import dependent_values, derive_sizes, domain_reads, first_activation_values
+from harness.generate.strategies import dependent_values, derivation_order, derive_sizes, domain_reads, first_activation_values
 from harness.spec.fused import item_field
 from harness.spec.shape_expr import is_free
 from harness.generate.types import coverage_plan
@@ -44,8 +44,10 @@ def _kept_free_size(old: int | None, entry: object) -> int:
 def rederive(spec: OperatorSpec, d: Descriptor, keep: frozenset[str] | set[str] = frozenset(), fresh: bool = False) -> bool:
     """Give each present derived tensor (not in `keep`) the Sizes its shape rule says; False when a
     rule gives none (the mutation made the expression undefined). `fresh`: a free position keeps
-    no old size (1; a `free_in` one its first value)."""
-    for c in spec.shape_rules:
+    no old size (1; a `free_in` one its first value). In derivation order: a rule that reads
+    another derived tensor (a mask's Sizes read from the outputs') after that tensor's."""
+    order = {n: i for i, n in enumerate(derivation_order(spec, {c.tensors[0] for c in spec.shape_rules}))}
+    for c in sorted(spec.shape_rules, key=lambda c: order.get(c.tensors[0], 0)):
         name = c.tensors[0]
         t = d.tensors.get(name)
         if t is None or name in keep:
@@ -178,6 +180,15 @@ def _shape_rule_mutations(spec: OperatorSpec, d: Descriptor) -> Iterator[Mutatio
         name = c.tensors[0]
         if d.tensors.get(name) is None:
             continue
+        if c.align == "leading_ones":  # the rule allows leading 1s only: a leading 2 breaks it, whatever its free sizes
+
+            def lead(x: Descriptor, name: str = name) -> None:
+                t = x.tensors[name]
+                assert t is not None
+                t.sizes.insert(0, 2)
+                t.dimension_count = None
+                reset_layout(t)
+            yield f"{name} gains a leading 2 ({c.id} allows leading 1s only)", lead
         try:
             want = derive_sizes(spec, d, name)
         except ValueError:

@@ -224,7 +224,7 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
         tensors[f.name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, f.role == "output"))
     late = _reading_derived(spec)  # arrays sized by a derived tensor (a bias per channel): after it
     attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), skip=late)))
-    for name in _derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
+    for name in derivation_order(spec, {n for n in derived if types[n] is not None}):  # from the free tensors and the attributes
         t = types[name]
         assert t is not None  # the derivation order holds present tensors only
         sizes = derive_sizes(spec, Descriptor(spec.name, tensors, attributes), name)
@@ -242,8 +242,9 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
             fixed = planned is not None and any(key[2] for key in plan)
             if side == "left":  # trailing 1s left out or added: the same from the other end
                 sizes = _realigned(draw, sizes[::-1], *dim_range(spec, level, [name], member), planned, fixed)[::-1]
-            else:
-                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned, fixed)
+            else:  # leading_ones: 1s added, none of the rule's sizes left out
+                sizes = _realigned(draw, sizes, *dim_range(spec, level, [name], member), planned, fixed,
+                                   keep_all=side == "leading_ones")
         tensors[name] = draw(layout_strategy(t, sizes, catalog.dtype(t).bits, spec.field(name).role == "output"))
     if late:
         attributes.update(draw(_array_values(spec, Descriptor(spec.name, tensors, attributes), only=late)))
@@ -270,7 +271,20 @@ def _drawn_rules(spec: OperatorSpec) -> bool:
     1 or 3) is kept by drawing again, as is a rule of older levels (Spatial FALSE forbids a
     broadcast mean below FL 4.0), which the shapes drawn for every level do not know."""
     counts = {f.name for f in spec.attribute_fields if f.is_count} | set(spec.tensor_arrays)  # a count, or an array's length
-    return bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+    return (bool(level_guarded(spec) & {"expression", "shape"}) or any(c.rule == "expression" and c.expression_names & counts for c in spec.constraints)
+            or any(_presence_and_attribute(spec, c) for c in spec.constraints))
+
+
+def _presence_and_attribute(spec: OperatorSpec, c: Any) -> bool:
+    """Whether `c` ties a tensor's presence to an attribute (MaskTensor is present exactly when
+    MaskType is not NONE): the type assignment decides the presence and the attributes are drawn
+    apart, so such a rule is kept by drawing again."""
+    import ast
+    if c.rule != "expression" or c.check is None:
+        return False
+    reads_presence = any(isinstance(n, ast.Attribute) and n.attr == "present" for n in ast.walk(c.check.tree))
+    attributes = {f.name for f in spec.attribute_fields}
+    return reads_presence and bool(c.check.names() & attributes)
 
 
 @lru_cache(maxsize=None)
@@ -295,7 +309,7 @@ def _attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float]) -> b
     return all(r is None or bool(r) for r in results)
 
 
-def _derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
+def derivation_order(spec: OperatorSpec, derived: set[str]) -> list[str]:
     """The derived tensors in field order, except that one whose shape rule reads another derived
     tensor comes after it (a split's input sums its output items, which follow it in the struct)."""
     pending = [f.name for f in spec.tensor_fields if f.name in derived]
@@ -406,7 +420,7 @@ def _realign_plan(spec: OperatorSpec, level: str, member: str | None, name: str)
 
 
 def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int | None,
-               fixed: bool = False) -> list[int]:
+               fixed: bool = False, keep_all: bool = False) -> list[int]:
     """A broadcast operand's Sizes (its shape rule aligns right) at a dimension count drawn from
     its table's range `lo`..`hi`: leading 1s left out or added, so that every count the table lists
     is generated, not only the count of the tensor it broadcasts against. The first choice is the
@@ -416,7 +430,9 @@ def _realigned(draw: st.DrawFn, sizes: list[int], lo: int, hi: int, planned: int
     other tensors'. (A cycle keyed by the derived count and the absent tensors alone skipped
     counts: all-ones Sizes of 4 or 5 dims never started at 3.)"""
     ones = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
-    least = max(lo, len(sizes) - ones, 1)
+    least = max(lo, len(sizes) if keep_all else len(sizes) - ones, 1)  # keep_all: leading 1s added only
+    if keep_all and planned is not None and lo <= planned < least:
+        reject()  # the plan's count needs shorter sizes (another enum member's rule): drawn again
     if least > hi:
         return sizes
     first = planned if planned is not None and least <= planned <= hi else least

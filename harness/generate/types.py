@@ -9,6 +9,7 @@ tables of a spec without a variant key.
 from __future__ import annotations
 
 import itertools
+from math import prod
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -177,11 +178,50 @@ def valid_type_assignments(spec: OperatorSpec, level: str, member: str | None = 
     return [dict(c) for c in _type_space(spec, level, member) if not broken_type_constraints(spec, dict(c), member, level)]
 
 
+LARGEST_TYPE_SPACE = 20000  # per-tensor type choices beyond which a tie is broken by retyping one tensor
+
+
 def constraint_breaking_assignments(spec: OperatorSpec, level: str, constraint_id: str,
                                     member: str | None = None) -> list[dict[str, str | None]]:
-    """Type choices inside the table that break exactly one constraint, `constraint_id`."""
+    """Type choices inside the table that break exactly one constraint, `constraint_id`.
+
+    An unconditional `same_data_type` rule over many optional tensors unties a product too large
+    to walk (13 tensors of two types, each also absent: 3^13 choices); there the choices are the
+    valid assignments with one present tensor of the rule given another type its cell lists,
+    which is every way to break the rule alone by one tensor (_retyped)."""
+    rule = next((c for c in spec.constraints if c.id == constraint_id), None)
+    if rule is not None and rule.rule == "same_data_type" and rule.when is None and rule.guard is None:
+        table = _table(spec, level, member)
+        space = prod(len(table.tensors[n].types) + (1 if table.tensors[n].optional else 0) for n in rule.tensors)
+        if space > LARGEST_TYPE_SPACE:
+            return _retyped(spec, level, constraint_id, rule.tensors, member)
     return [dict(c) for c in _type_space(spec, level, member, constraint_id)
             if broken_type_constraints(spec, dict(c), member, level) == {constraint_id}]
+
+
+@lru_cache(maxsize=None)
+def _retyped_cached(spec: OperatorSpec, level: str, constraint_id: str, tensors: tuple[str, ...],
+                    member: str | None) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    table = _table(spec, level, member)
+    out: dict[tuple[tuple[str, str | None], ...], None] = {}
+    for valid in valid_type_assignments(spec, level, member):
+        for name in tensors:
+            if valid.get(name) is None:
+                continue
+            for other in table.tensors[name].types:
+                if other == valid[name]:
+                    continue
+                types = {**valid, name: other}
+                if broken_type_constraints(spec, types, member, level) == {constraint_id}:
+                    out[tuple(types.items())] = None
+    return tuple(out)
+
+
+def _retyped(spec: OperatorSpec, level: str, constraint_id: str, tensors: list[str] | tuple[str, ...],
+             member: str | None) -> list[dict[str, str | None]]:
+    """The valid type assignments with one present tensor of `tensors` retyped so that exactly
+    `constraint_id` breaks."""
+    return [dict(c) for c in _retyped_cached(spec, level, constraint_id, tuple(tensors), member)]
 
 
 def primary_input(spec: OperatorSpec) -> str:

@@ -876,11 +876,99 @@ RECURRENT_FAMILY = FamilyDeclaration(
 )
 
 
+ATTENTION_FAMILY = FamilyDeclaration(
+    "attention",
+    params={
+        "query": Param("input", required=False, meaning="Q [batch, sequence, heads * head_size] (leading 1s allowed)"),
+        "key": Param("input", required=False, meaning="K [batch, kv_sequence, heads * head_size] (leading 1s allowed)"),
+        "value": Param("input", required=False,
+                       meaning="V [batch, kv_sequence, heads * value_head_size] (leading 1s allowed)"),
+        "stacked_query_key": Param("input", required=False,
+                                   meaning="Q and K stacked [batch, sequence, heads, 2, head_size] (index 0 Q, 1 K)"),
+        "stacked_key_value": Param("input", required=False,
+                                   meaning="K and V stacked [batch, kv_sequence, heads, 2, head_size] (index 0 K, 1 V)"),
+        "stacked_query_key_value": Param("input", required=False,
+                                         meaning="Q, K and V stacked [batch, sequence, heads, 3, head_size]"),
+        "bias": Param("input", required=False,
+                      meaning="[hidden + hidden + value_hidden]: added to Q, K and V (in that order) before the first "
+                              "product; not to the past key and value"),
+        "mask": Param("input", required=False, meaning="the mask, read as `mask_type` says"),
+        "position_bias": Param("input", required=False,
+                               meaning="[batch, heads, sequence, total_sequence] (right-aligned): added to the scaled "
+                                       "scores before the mask"),
+        "past_key": Param("input", required=False,
+                          meaning="[batch, heads, past_sequence, head_size]: put before K along the sequence"),
+        "past_value": Param("input", required=False,
+                            meaning="[batch, heads, past_sequence, value_head_size]: put before V along the sequence"),
+        "output": Param("output", meaning="[batch, sequence, value_hidden]: softmax(scores) x V, heads side by side"),
+        "present_key": Param("output", required=False,
+                             meaning="[batch, heads, total_sequence, head_size]: the past key then K, per head"),
+        "present_value": Param("output", required=False,
+                               meaning="[batch, heads, total_sequence, value_head_size]: the past value then V"),
+        "scale": Param("union", meaning="the FLOAT field the product Q K^T is multiplied by"),
+        "mask_filter": Param("union", meaning="the FLOAT field added to (or, where `mask_set` holds, written over) "
+                                              "a masked score"),
+        "heads": Param("scalar", meaning="the UINT field of the head count (the query's, where `kv_heads` is given)"),
+        "kv_heads": Param("scalar", required=False,
+                          meaning="the UINT field of the key's and value's head count, where it may differ from the "
+                                  "query's (grouped-query attention): query head h reads key and value head "
+                                  "h // (heads // kv_heads); the bias, the past and the present outputs hold the "
+                                  "key's and value's heads (absent: `heads`)"),
+        "past_sequence_lengths": Param("input", required=False,
+                                       meaning="a tensor the family does not read: the element variable "
+                                               "`past_lengths_given` tells the spec's rules where it is present"),
+        "mask_type": Param("choice", choices=("none", "key_sequence_length", "key_sequence_end_start",
+                                              "key_query_sequence_length_start_end", "boolean"), by_enum=True,
+                           meaning="how the mask reads: none; key_sequence_length, [1, batch] lengths, key positions "
+                                   "from the length on masked; key_sequence_end_start, [2, batch] ends (exclusive) "
+                                   "then starts (inclusive), key positions outside masked; "
+                                   "key_query_sequence_length_start_end, [3 batch + 2]: the first batch values are "
+                                   "key lengths (read as key_sequence_length's), the query and key starts and ends "
+                                   "after them are not read (the spec's rule leaves the output open); boolean, "
+                                   "[batch, heads, sequence, total_sequence] (right-aligned), 0 masks a score"),
+        "mask_set": Param("expression", required=False,
+                          meaning="true: a masked score is set to the filter value rather than the filter value "
+                                  "added to it (absent: added); the element variable `mask_reading` tells the spec's "
+                                  "rules where the two readings differ"),
+        "bounds": Param("bounds", required=False,
+                        meaning="`score`: one score's error (a dot product of head_size terms, scaled, plus the "
+                                "position bias and the mask); `softmax`: the softmax's own error over its scores; "
+                                "`weighted_sum`: the product of the weights and V; the plug-in propagates them"),
+    },
+    element_variables={
+        "nonfinite_in": "1 where a NaN or an infinity feeds the output element (a score that is NaN or +inf, a row "
+                        "of -inf scores only, a non-finite V or past value), else 0",
+        "mask_reading": "1 where the output element's exact value differs between a masked score set to the "
+                        "filter value and the filter value added to it, else 0",
+        "mask_value_open": "1 where the mask holds a value the page gives no meaning: a boolean mask element other "
+                           "than 0 or 1, a length, start or end below 0 or beyond the total sequence, else 0",
+        "biased": "1 at a present key or value element that a non-zero bias element was added to, else 0",
+        "past_lengths_given": "1 at every output element where the `past_sequence_lengths` tensor is present, else 0",
+    },
+    bound_variables={
+        "K": "the terms of one sum: head_size + 2 for a score (the products, the position bias, the mask), the "
+             "total sequence for the weighted sum",
+        "sum_abs": "the sum of |term| over its finite terms (exact values)",
+        "sum_inputs": "the sum of |factor| over its terms' factors (what flushing an fp32 denormal factor can move)",
+        "N": "the softmax's length, the total sequence",
+        "arg": "|score - the row's largest score| (0 where not finite)",
+        "exact": "the exact value (the softmax weight for `softmax`)",
+        "eps": "the spacing of the output type at 1 (FLOAT32 2^-23, FLOAT16 2^-10)",
+        "tiny": "FLOAT32's smallest normal, 2^-126",
+        "tiny_out": "the output type's smallest normal",
+        "max_out": "the output type's largest finite value",
+        "inf": "+infinity: a bound of inf accepts every result",
+    },
+    bound_keys=("score", "softmax", "weighted_sum"),
+)
+
+
 DECLARATIONS: dict[str, FamilyDeclaration] = {d.name: d for d in (REDUCE_FAMILY, SORT_FAMILY, DATA_MOVEMENT_FAMILY, GATHER_FAMILY,
                                                                     MATMUL_FAMILY, WINDOW_FAMILY, SCAN_FAMILY,
                                                                     NORMALIZE_FAMILY, GENERATOR_FAMILY,
                                                                     QUANTIZE_DYNAMIC_FAMILY, RESAMPLE_FAMILY,
-                                                                    GRADIENT_FAMILY, ROI_FAMILY, RECURRENT_FAMILY)}
+                                                                    GRADIENT_FAMILY, ROI_FAMILY, RECURRENT_FAMILY,
+                                                                    ATTENTION_FAMILY)}
 
 
 @dataclass(frozen=True)

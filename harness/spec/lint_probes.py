@@ -233,9 +233,29 @@ def _type_assignment(spec: OperatorSpec, table: SupportTable, member: str | None
         types_of = dict(zip(tensors, combo))
         if _array_gap(spec, types_of):
             continue
-        if not any(c.type_offenders(types_of, names) for c in spec.constraints):
+        if not any(c.type_offenders(types_of, names) for c in spec.constraints) and _presence_holds(spec, types_of, names):
             return types_of
     return None
+
+
+def _presence_holds(spec: OperatorSpec, types: dict[str, str | None], names: dict[str, Any]) -> bool:
+    """Whether the spec's expression rules that read nothing but tensors' `present` (exactly one
+    of three tensors, two present together) hold for this type assignment (None: absent), as
+    generation keeps them (harness.generate.types.presence_only): a probe is a descriptor
+    generation may draw."""
+    import ast
+
+    from harness.spec.shape_expr import TensorFacts
+    tensors = {n: TensorFacts(() if t is not None else None) for n, t in types.items()}
+    for c in spec.constraints:
+        if c.rule != "expression" or c.check is None or c.guard is not None:
+            continue
+        attributes = [n for n in ast.walk(c.check.tree) if isinstance(n, ast.Attribute)]
+        if not attributes or c.check.names() - set(types) or any(a.attr != "present" for a in attributes):
+            continue
+        if not c.check.evaluate(names, tensors):
+            return False
+    return True
 
 
 def _array_gap(spec: OperatorSpec, types: dict[str, str | None]) -> bool:

@@ -140,7 +140,7 @@ OPERATOR_SCHEMA: dict = {
                     "expression": _EXPR,
                     "sizes": _EXPR,
                     "bound": {"enum": ["upper"]},
-                    "align": {"enum": ["right", "left"]},
+                    "align": {"enum": ["right", "left", "leading_ones"]},
                     "text": {"type": "string"},
                 },
             },

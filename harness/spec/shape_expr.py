@@ -160,7 +160,15 @@ def right_aligned(have: list[Any], want: list[Any]) -> tuple[list[Any], list[Any
 def aligned(have: list[Any], want: list[Any], align: str) -> tuple[list[Any], list[Any]] | None:
     """right_aligned for `align` 'right'; for 'left' (an operand read from its first dimension on,
     as a per-channel scale {1, C, 1, ...} of any dimension count: a size it leaves out or adds
-    after the others is 1) the same from the other end."""
+    after the others is 1) the same from the other end; for 'leading_ones' (a tensor that 'can
+    also have more dimensions, as long as the leading dimensions are 1's': 1s added before the
+    rule's sizes, none of them left out) `have` less its added leading 1s, None where it is shorter
+    than `want` or an added size is not 1."""
+    if align == "leading_ones":
+        extra = len(have) - len(want)
+        if extra < 0 or not all(v == 1 for v in have[:extra]):
+            return None
+        return list(have[extra:]), list(want)
     if align == "right":
         return right_aligned(have, want)
     cut = right_aligned(list(have)[::-1], list(want)[::-1])
