@@ -317,6 +317,20 @@ def _expectations_problem(args: argparse.Namespace, specs: SpecSet) -> str | Non
     return None
 
 
+def _prefetch_reachability(args: argparse.Namespace) -> None:
+    """The invalid cells' reachability answers the memo lacks, searched over the workers' processes
+    before they start (harness.run.reachability_prefetch: otherwise each worker searches all)."""
+    import os
+    import time
+    from harness.run.reachability_prefetch import prefetch
+    processes = (os.cpu_count() or 1) if str(args.workers) == "auto" else int(args.workers)
+    start = time.monotonic()
+    searched = prefetch(Path(args.specs_dir), args.operator, (args.feature_level or []) == ["ladder"], processes)
+    if searched:
+        print(f"reachability: {searched} answer(s) searched in {time.monotonic() - start:.1f} s on {processes} processes "
+              "(kept in the memo for the workers and the next run)", flush=True)
+
+
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     """The conformance run: the pytest suite with JUnit XML and Allure results under the reports dir."""
     import pytest
@@ -365,6 +379,7 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         pytest_args.append(f"--shard={parse_shard(args.shard, os.environ)}")
     if args.shard_durations is not None:
         pytest_args.append(f"--shard-durations={args.shard_durations}")
+    _prefetch_reachability(args)
     code = int(pytest.main(pytest_args + extra))
     if code == int(pytest.ExitCode.INTERRUPTED):
         print("dmlconform run: interrupted; the run is incomplete and the gate will fail", file=sys.stderr)

@@ -281,3 +281,17 @@ def test_a_runs_known_hang_probe_is_its_last_test_or_not_sent(tmp_path, mode):
         assert "--hang-probes skip" in record.summary
         assert verdict.passed
         assert any("not probed in this run" in line and "numpy:numpy-sign-int16-hangs" in line for line in verdict.summary)
+
+
+def test_a_known_hang_that_hung_twice_in_different_stages_still_shows():
+    """An NVIDIA H200 (fifteenth session): the MEAN_VARIANCE_NORMALIZATION1 hang's probe hung in
+    initialize, then in execute; a flaky outcome with two hangs confirms the hang, one with a hang and
+    a result does not, nor does a flaky probe of a divergence that is not a hang."""
+    from harness.run.conformance import hung_both_times
+    twice = ("flaky: first crashed (runner did not answer within 10 s (hang in initialize 1/1)); "
+             "run again: expected-divergence (runner did not answer within 10 s (hang in execute 1/1))")
+    once = "flaky: first crashed (runner did not answer within 10 s (hang in execute 1/1)); run again: pass (4 elements match)"
+    assert hung_both_times(True, "flaky", twice)
+    assert not hung_both_times(True, "flaky", once)
+    assert not hung_both_times(False, "flaky", twice)
+    assert not hung_both_times(True, "crashed", twice)

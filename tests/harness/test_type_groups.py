@@ -14,11 +14,11 @@ from tests.helpers import SPECS
 
 
 def _product_then_filter(spec, level, member):
-    """The definition, by brute force: every tensor's types (absent too where optional), the
+    """The definition, by brute force: every tensor's types (absent too where generation may leave it out: optional, not a plain optional output), the
     tensor arrays without holes, then the type constraints."""
     table = spec.table_for(level, member)
     names = [f.name for f in spec.tensor_fields]
-    choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
+    choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].omittable else []) for n in names]
     combos = (dict(zip(names, c)) for c in itertools.product(*choices))
     return [c for c in combos if not T.array_gap(spec, c) and not T.broken_type_constraints(spec, c, member, level)]
 
@@ -68,7 +68,7 @@ def test_breaking_one_constraint_alone_equals_the_filtered_product_for_every_tab
                 if table is None:
                     continue
                 names = [f.name for f in spec.tensor_fields]
-                choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].optional else []) for n in names]
+                choices = [list(table.tensors[n].types) + ([None] if table.tensors[n].omittable else []) for n in names]
                 if math.prod(len(c) for c in choices) > T.LARGEST_TYPE_SPACE:
                     _check_retyped(spec, level, member, type_rules, choices, names)
                     continue

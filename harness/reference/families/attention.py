@@ -41,24 +41,12 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound,
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, family_input,
                                                 flush_f32_denormals, toward_the_bound, output_rule_masks,
                                                 type_bound_variables)
 from harness.spec.context import formula_context
 from harness.spec.families import DECLARATIONS, FamilySpec
 from harness.spec.model import OperatorSpec
-
-
-def _tensor(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], key: str) -> np.ndarray | None:
-    """The family parameter `key`'s input as float64 (None when absent or not named)."""
-    family = spec.formula.family
-    assert family is not None
-    name = family.params.get(key)
-    if name is None or descriptor.tensors.get(name) is None:
-        return None
-    var = next(v for v, t in spec.formula.inputs.items() if t == name)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(inputs[var]).astype(np.float64)
 
 
 def _last(x: np.ndarray, count: int) -> np.ndarray:
@@ -94,7 +82,7 @@ def _operands(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.n
     own head count (`kv_heads`, default `heads`)."""
     kv_heads = heads if kv_heads is None else kv_heads
     def get(key: str) -> np.ndarray | None:
-        return _tensor(spec, descriptor, inputs, key)
+        return family_input(spec, descriptor, inputs, key)
     q = k = v = None
     if (x := get("stacked_query_key_value")) is not None:
         x = _last(x, 5).transpose(0, 2, 1, 3, 4)  # [B, H, S, 3, d]
@@ -298,9 +286,9 @@ def _attend(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.nda
     ops = _grouped(ops, heads)
     b, h, s, _ = ops.q.shape
     shape = (b, h, s, ops.k.shape[2])
-    position = _tensor(spec, descriptor, inputs, "position_bias")
+    position = family_input(spec, descriptor, inputs, "position_bias")
     position = np.broadcast_to(_last(position, 4), shape) if position is not None else None
-    masked, value_open = _mask(kind, _tensor(spec, descriptor, inputs, "mask"), shape)
+    masked, value_open = _mask(kind, family_input(spec, descriptor, inputs, "mask"), shape)
 
     def run(set_masked: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         added = np.where(masked, filter_value, 0.0)

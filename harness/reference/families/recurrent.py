@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.model.descriptor import Descriptor
 from harness.model.facts import expression_scope
-from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, output_rule_masks,
+from harness.reference.families.result import (FamilyPlugin, FamilyResult, evaluate_bound, family_input, output_rule_masks,
                                                 every_bound_toward_its_edge, type_bound_variables)
 from harness.spec.context import formula_context
 from harness.spec.expr import EvalContext
@@ -62,18 +62,6 @@ class _Activation:
         ctx = formula_context(self.spec, types, {var: np.asarray(z, dtype=np.float64)}, self.values)
         with np.errstate(all="ignore"):
             return np.broadcast_to(np.asarray(self.spec.formula.expression.evaluate(ctx), dtype=np.float64), np.shape(z)).copy()
-
-
-def _tensor(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], key: str) -> np.ndarray | None:
-    """The family parameter `key`'s input tensor as float64 (None when absent or not named)."""
-    family = spec.formula.family
-    assert family is not None
-    tensor = family.params.get(key)
-    if tensor is None or descriptor.tensors.get(tensor) is None:
-        return None
-    var = next(v for v, t in spec.formula.inputs.items() if t == tensor)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(inputs[var]).astype(np.float64)
 
 
 @dataclass
@@ -250,15 +238,15 @@ def _run(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarra
     family = spec.formula.family
     assert family is not None
     names, facts = expression_scope(spec, descriptor)
-    x = _tensor(spec, descriptor, inputs, "input")
-    w = _tensor(spec, descriptor, inputs, "weight")
-    r = _tensor(spec, descriptor, inputs, "recurrence")
+    x = family_input(spec, descriptor, inputs, "input")
+    w = family_input(spec, descriptor, inputs, "weight")
+    r = family_input(spec, descriptor, inputs, "recurrence")
     assert x is not None and w is not None and r is not None  # required inputs
-    bias = _tensor(spec, descriptor, inputs, "bias")
-    h_init = _tensor(spec, descriptor, inputs, "hidden_init")
-    lengths = _tensor(spec, descriptor, inputs, "sequence_lengths")
-    c_init = _tensor(spec, descriptor, inputs, "cell_init")
-    peephole = _tensor(spec, descriptor, inputs, "peephole")
+    bias = family_input(spec, descriptor, inputs, "bias")
+    h_init = family_input(spec, descriptor, inputs, "hidden_init")
+    lengths = family_input(spec, descriptor, inputs, "sequence_lengths")
+    c_init = family_input(spec, descriptor, inputs, "cell_init")
+    peephole = family_input(spec, descriptor, inputs, "peephole")
     bidirectional = bool(family.expression("bidirectional").evaluate(names, facts))  # type: ignore[union-attr]
     backward = bool(family.expression("backward").evaluate(names, facts))  # type: ignore[union-attr]
     steps, batch, _ = x.shape[1:]

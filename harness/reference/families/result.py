@@ -179,3 +179,16 @@ class FamilyPlugin:
     @property
     def name(self) -> str:
         return self.declaration.name
+
+
+def family_input(spec: OperatorSpec, descriptor: Descriptor, inputs: dict[str, np.ndarray], key: str) -> np.ndarray | None:
+    """The input tensor the family parameter `key` names, as float64 (None when the spec names none
+    or the descriptor leaves it out): how the recurrent and attention plug-ins read their operands."""
+    family = spec.formula.family
+    assert family is not None
+    tensor = family.params.get(key)
+    if tensor is None or descriptor.tensors.get(tensor) is None:
+        return None
+    var = next(v for v, t in spec.formula.inputs.items() if t == tensor)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(inputs[var]).astype(np.float64)
