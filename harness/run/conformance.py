@@ -250,7 +250,7 @@ def _before_a_hang_probe(request: pytest.FixtureRequest, backend_name: str, spec
 def hung_both_times(known_hang: bool, status: str, summary: str) -> bool:
     """Whether a known hang's probe came out flaky only because it hung in different stages: the
     known hangs' probes run together at the end, and one probe's earlier stage can pass the limit
-    behind another's hung work on the same GPU (an NVIDIA H200: MEAN_VARIANCE_NORMALIZATION1 hung
+    behind another's hung work on the same GPU (on an NVIDIA H200 a mean-variance normalization hung
     in initialize, then in execute). It hung both times it was sent: the hang shows, not stale."""
     return known_hang and status == Status.FLAKY and summary.count(HUNG) >= 2
 
