@@ -36,6 +36,7 @@ from harness.spec.expr import MAX_FORMULA_CHARS, MAX_FORMULA_DEPTH
 from harness.spec.lint import lint_specs
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT_CHARS, MAX_NODES, SpecError
+from tests.helpers import copy_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGN = "ELEMENT_WISE_SIGN.yaml"
@@ -295,11 +296,13 @@ HOSTILE: list[Hostile] = [
             "invalid YAML: expected a single document in the stream, but found another document"),
 ]
 KINDS = sorted({h.kind for h in HOSTILE})
+HOSTILE_FILES = sorted({h.file for h in HOSTILE})
 
 
 def write_hostile(specs: Path, hostile: Hostile) -> tuple[Path, str]:
-    """Copy the real specs into `specs` and replace one file by the hostile one; (its path, its text)."""
-    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    """Copy the shared spec files and the operators the hostile inputs break (HOSTILE_FILES) into
+    `specs` and replace one file by the hostile one; (its path, its text)."""
+    copy_specs(specs, *HOSTILE_FILES)
     target = specs / hostile.file
     text = hostile.make(target.read_text(encoding="utf-8"))
     target.write_text(text, encoding="utf-8")
@@ -329,8 +332,7 @@ def clean_cpu_s(tmp_path_factory: pytest.TempPathFactory) -> float:
     """CPU seconds that lint and load take on the real specs, unaltered: what a hostile file's own
     cost is measured above (the real specs grow with every operator added; a blow-up does not
     scale with them)."""
-    specs = tmp_path_factory.mktemp("clean") / "specs"
-    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    specs = copy_specs(tmp_path_factory.mktemp("clean") / "specs", *HOSTILE_FILES)
     started = time.process_time()
     lint_specs(sorted(specs.glob("[A-Z]*.yaml")), specs)
     load_specs(specs)

@@ -1,7 +1,7 @@
 """Malformed specs give one clear `file:line: key.path: message` error and exit code 1.
 
-Each case copies the real specs into a temporary directory, breaks one thing in one file by a text
-edit, and checks the reported line (found from a marker in the broken text), key path and message.
+Each case copies the shared spec files and the operators the cases break into a temporary
+directory (tests.helpers.copy_specs), breaks one thing in one file by a text edit, and checks the reported line (found from a marker in the broken text), key path and message.
 """
 import shutil
 import subprocess
@@ -13,6 +13,7 @@ import pytest
 from harness.cli import main
 from harness.spec.load import DEFAULT_SPECS_DIR, load_specs
 from harness.spec.source import SpecError, format_key_path
+from tests.helpers import copy_specs
 
 SIGN = "ELEMENT_WISE_SIGN.yaml"
 QUANT = "ELEMENT_WISE_QUANTIZE_LINEAR.yaml"
@@ -102,13 +103,13 @@ CASES = [
     ("unspecified_bad_name", QUANT, 'when: "scale == 0"', 'when: "scael == 0"', 'when: "scael == 0"', "unspecified[0].when",
      "undefined name(s) scael"),
 ]
+ERROR_FILES = sorted({case[1] for case in CASES})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_malformed_spec_is_reported_with_file_line_and_key(tmp_path, capsys, case):
     _, filename, old, new, marker, key_path, message = case
-    specs = tmp_path / "specs"
-    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    specs = copy_specs(tmp_path / "specs", *ERROR_FILES)
     target = specs / filename
     text = target.read_text()
     if old is None:
@@ -137,8 +138,7 @@ def test_malformed_spec_stops_the_loader_with_the_same_error(tmp_path, capsys, c
     malformed spec with a SpecError naming the broken file, its key path and the message, the
     same error `spec lint` prints."""
     _, filename, old, new, _, key_path, message = case
-    specs = tmp_path / "specs"
-    shutil.copytree(DEFAULT_SPECS_DIR, specs)
+    specs = copy_specs(tmp_path / "specs", *ERROR_FILES)
     target = specs / filename
     text = target.read_text()
     target.write_text(new if old is None else text.replace(old, new, 1))
