@@ -127,18 +127,20 @@ def type_groups(spec: OperatorSpec, without: str | None = None) -> list[list[str
     return list(groups.values())
 
 
-def _group_choices(table, group: list[str]) -> list[tuple[tuple[str, str | None], ...]]:
+def _group_choices(table, group: list[str], nullable: frozenset[str] = frozenset()) -> list[tuple[tuple[str, str | None], ...]]:
     """Every assignment of one group: one type for its present members (each member's cell must
-    list it), optional members present or absent, required ones present."""
+    list it), optional members present or absent, required ones present. `nullable`: plain
+    optional outputs that may be absent too (those a presence rule being broken reads)."""
+    absent = lambda n: table.tensors[n].omittable or (n in nullable and table.tensors[n].optional)
     out = []
     for t in dict.fromkeys(t for n in group for t in table.tensors[n].types):
         per_member = []
         for n in group:
             cell = table.tensors[n]
-            options = ([t] if t in cell.types else []) + ([None] if cell.omittable else [])
+            options = ([t] if t in cell.types else []) + ([None] if absent(n) else [])
             per_member.append(options)
         out += [tuple(zip(group, combo)) for combo in itertools.product(*per_member)]
-    if all(table.tensors[n].omittable for n in group):  # the whole group absent
+    if all(absent(n) for n in group):  # the whole group absent
         out.append(tuple((n, None) for n in group))
     return list(dict.fromkeys(out))
 
@@ -150,7 +152,7 @@ def _type_space(spec: OperatorSpec, level: str, member: str | None,
     for the tie of constraint `without`), in field order; the constraints are checked by the caller."""
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
-    per_group = [_group_choices(table, g) for g in type_groups(spec, without)]
+    per_group = [_group_choices(table, g, nullable_outputs(spec, without)) for g in type_groups(spec, without)]
     out = []
     for combo in itertools.product(*per_group):
         types = dict(pair for part in combo for pair in part)
@@ -160,6 +162,14 @@ def _type_space(spec: OperatorSpec, level: str, member: str | None,
     # last), so that plans and what a fixed seed draws do not depend on the grouping
     order = {n: {t: i for i, t in enumerate(list(table.tensors[n].types) + [None])} for n in names}
     return tuple(sorted(out, key=lambda c: tuple(order[n][t] for n, t in c)))
+
+
+def nullable_outputs(spec: OperatorSpec, constraint_id: str | None) -> frozenset[str]:
+    """The plain optional outputs (bound in every valid case) that breaking `constraint_id` may
+    leave null: those a presence rule reads ("at least one of the two outputs"), which no
+    assignment with them bound could break."""
+    rule = next((c for c in _presence_rules(spec) if c.id == constraint_id), None)
+    return frozenset() if rule is None else frozenset(rule.reads)
 
 
 def array_gap(spec: OperatorSpec, types: dict[str, Any]) -> str | None:

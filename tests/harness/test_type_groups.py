@@ -22,10 +22,12 @@ def _product_then_filter(spec, level, member):
     return [c for c in combos if not T.array_gap(spec, c) and not T.broken_type_constraints(spec, c, member, level)]
 
 
-def _type_choices(spec, level, member):
+def _type_choices(spec, level, member, nullable=frozenset()):
+    """Each tensor's types, and None where generation may leave it out: an optional input or a later
+    array item; a plain optional output only where `nullable` names it (to break a presence rule)."""
     table = spec.table_for(level, member)
-    return [list(table.tensors[f.name].types) + ([None] if table.tensors[f.name].omittable else [])
-            for f in spec.tensor_fields]
+    cells = [(f.name, table.tensors[f.name]) for f in spec.tensor_fields]
+    return [list(c.types) + ([None] if c.omittable or (n in nullable and c.optional) else []) for n, c in cells]
 
 
 def test_grouped_assignments_equal_the_filtered_product_for_every_table():
@@ -90,23 +92,24 @@ def test_eight_items_cost_one_choice_per_type_and_count(tmp_path):
 
 
 def test_breaking_one_constraint_alone_equals_the_filtered_product_for_every_table():
-    """The assignments that break exactly one type constraint (what the invalid generator draws)
-    are those of the per-tensor product, also where the constraint is a tie itself."""
+    """The assignments that break exactly one type or presence constraint (what the invalid
+    generator draws) are those of the per-tensor product, also where the constraint is a tie
+    itself, and where a presence rule over plain optional outputs leaves them null."""
     checked = 0
     for spec in SPECS.operators.values():
-        type_rules = [c.id for c in spec.constraints if c.is_type_rule]
+        rules = [c.id for c in spec.constraints if c.is_type_rule or T.presence_only(spec, c)]
+        names = [f.name for f in spec.tensor_fields]
         for level in (lv.name for lv in SPECS.catalog.levels):
             for member in (spec.members_at(level) if spec.variant_key else [None]):
                 if spec.table_for(level, member) is None:
                     continue
-                names = [f.name for f in spec.tensor_fields]
-                choices = _type_choices(spec, level, member)
-                if math.prod(len(c) for c in choices) > T.LARGEST_TYPE_SPACE:
-                    _check_retyped(spec, level, member, type_rules, choices, names)
-                    continue
-                product = [dict(zip(names, c)) for c in itertools.product(*choices)]
-                product = [c for c in product if not T.array_gap(spec, c)]
-                for rule in type_rules:
+                for rule in rules:
+                    choices = _type_choices(spec, level, member, nullable=T.nullable_outputs(spec, rule))
+                    if math.prod(len(c) for c in choices) > T.LARGEST_TYPE_SPACE:
+                        _check_retyped(spec, level, member, [rule], choices, names)
+                        continue
+                    product = [dict(zip(names, c)) for c in itertools.product(*choices)]
+                    product = [c for c in product if not T.array_gap(spec, c)]
                     want = [c for c in product if T.broken_type_constraints(spec, c, member, level) == {rule}]
                     assert T.constraint_breaking_assignments(spec, level, rule, member) == want, (spec.name, level, rule)
                     checked += 1
