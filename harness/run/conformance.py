@@ -28,7 +28,7 @@ from harness.generate.breakers import invalid_cases
 from harness.generate.strategies import valid_case_batches
 from harness.run.case import case_data_type, hang_probe_limit, run_case, run_cases
 from harness.run.results import CaseRecord
-from harness.run.drawn import drawn_cases
+from harness.run.drawn import already_drawn, drawn_cases
 from harness.run.ladder import data_sets_per_descriptor, invalid_examples
 from harness.generate.sweeps import sweep_case
 
@@ -163,6 +163,11 @@ def _run_generated(request, backend, spec, cell: tuple, strategy, kind, tally, e
     outcome. `examples` caps the draws below the profile's."""
     chosen = settings(max_examples=examples) if examples else _settings(request)
     cases = drawn_cases((id(spec), kind) + cell, strategy, chosen)
+    _run_cases(request, backend, spec, cases, kind, tally)
+
+
+def _run_cases(request, backend, spec, cases: list, kind, tally) -> None:
+    """Run and judge `cases` on `backend`, CASES_PER_CALL at a time; the tally decides the outcome."""
     for start in range(0, len(cases), CASES_PER_CALL):
         _run_many(request, backend, spec, cases[start:start + CASES_PER_CALL], kind, tally)
     tally.finish(request)
@@ -185,9 +190,16 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
     # unsupported, whatever is drawn: one case records that in the matrix; more would only cost time.
     instance = _config(request).dml_backends.get(backend)
     checks = instance is None or instance.capabilities().validates_descriptors
-    examples = invalid_examples(request.config, backend, level, _settings(request).max_examples) if checks else 1
-    _run_generated(request, backend, spec, (level, rule), lambda: invalid_cases(spec, level, rule), "invalid", _Tally(),
-                   examples)
+    examples = invalid_examples(request.config, backend, level, _settings(request).max_examples)
+    strategy = lambda: invalid_cases(spec, level, rule)  # noqa: E731
+    if not checks:  # the first of the cases a validating backend drew for the cell (its neighbour), else one drawn
+        chosen = settings(max_examples=examples) if examples else _settings(request)
+        drawn = already_drawn((id(spec), "invalid", level, rule), chosen)
+        if drawn:
+            _run_cases(request, backend, spec, drawn[:1], "invalid", _Tally())
+            return
+        examples = 1
+    _run_generated(request, backend, spec, (level, rule), strategy, "invalid", _Tally(), examples)
 
 
 def test_example(request: pytest.FixtureRequest, example_cell: tuple[str, str, str]) -> None:

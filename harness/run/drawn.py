@@ -51,3 +51,11 @@ def drawn_cases(cell: tuple, strategy: Callable[[], "SearchStrategy"], chosen: S
     else:
         _drawn.move_to_end(key)
     return [dataclasses.replace(case, tags=list(case.tags)) for case in found]
+
+
+def already_drawn(cell: tuple, chosen: Settings) -> list["Case"] | None:
+    """The cases drawn_cases holds for `cell` under `chosen`, or None: what a backend that judges
+    nothing by the draws (one that does not validate descriptors, for invalid cells) may take one
+    of instead of drawing its own."""
+    found = _drawn.get((cell, chosen.max_examples, chosen.derandomize))
+    return None if found is None else [dataclasses.replace(case, tags=list(case.tags)) for case in found]
