@@ -85,6 +85,7 @@ class RunnerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._frames: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self._stderr_reader: threading.Thread | None = None
         self.stage: tuple[str, float] | None = None  # the runner's last "dmlrunner-stage" line and when it came
         self.starts = 0
         self.session: WineSession | None = None  # Xvfb + wineserver + boot processes (not on Windows)
@@ -137,7 +138,8 @@ class RunnerProcess:
                                      preexec_fn=die_with_parent())  # no runner outlives a killed run
         self.starts += 1
         threading.Thread(target=self._read_frames, args=(self.proc, self._frames), daemon=True).start()
-        threading.Thread(target=self._read_stderr, args=(self.proc, self._frames), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, args=(self.proc, self._frames), daemon=True)
+        self._stderr_reader.start()
         hello, _ = self._receive(self.config.startup_timeout)
         if hello.get("status") != "ready":
             raise RunnerDied(f"runner did not start ({hello.get('status')})", self.last_words())
@@ -269,6 +271,10 @@ class RunnerProcess:
                     code = self.proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     pass
+            # its last stderr lines (the reason it gave) may still be in the pipe: read to the end
+            # first (a loaded machine lost "DMLCONFORM_VK_DEVICE=1 but the Vulkan drivers list ..." here)
+            if self._stderr_reader is not None and code is not None:
+                self._stderr_reader.join(timeout=5)
             words = self.last_words()
             self.stop()
             raise RunnerDied(f"runner exited (code {code}): {payload}", words)

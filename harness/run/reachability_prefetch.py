@@ -72,3 +72,25 @@ def prefetch(specs_dir: Path, operators: Iterable[str] | None, ladder: bool, pro
     finally:
         _SPECS = None
     return len(todo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.run.reachability_prefetch [--processes N]`: the ladder's answers (which
+    include the newest level's) searched before a pytest run that does not start through
+    `dmlconform run` (`make test`: its harness tests ask every level where a table changes)."""
+    import argparse
+    import time
+    from harness.spec.load import DEFAULT_SPECS_DIR
+    parser = argparse.ArgumentParser(prog="python -m harness.run.reachability_prefetch")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--specs-dir", type=Path, default=DEFAULT_SPECS_DIR)
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    searched = prefetch(args.specs_dir, None, True, args.processes)
+    if searched:
+        print(f"reachability: {searched} answer(s) searched in {time.monotonic() - start:.1f} s on {args.processes} processes", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
