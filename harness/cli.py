@@ -321,14 +321,9 @@ def _prefetch_reachability(args: argparse.Namespace) -> None:
     """The invalid cells' reachability answers the memo lacks, searched over the workers' processes
     before they start (harness.run.reachability_prefetch: otherwise each worker searches all)."""
     import os
-    import time
-    from harness.run.reachability_prefetch import prefetch
+    from harness.run.reachability_prefetch import prefetch_and_say
     processes = (os.cpu_count() or 1) if str(args.workers) == "auto" else int(args.workers)
-    start = time.monotonic()
-    searched = prefetch(Path(args.specs_dir), args.operator, (args.feature_level or []) == ["ladder"], processes)
-    if searched:
-        print(f"reachability: {searched} answer(s) searched in {time.monotonic() - start:.1f} s on {processes} processes "
-              "(kept in the memo for the workers and the next run)", flush=True)
+    prefetch_and_say(Path(args.specs_dir), args.operator, (args.feature_level or []) == ["ladder"], processes)
 
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:

@@ -152,7 +152,8 @@ def _type_space(spec: OperatorSpec, level: str, member: str | None,
     for the tie of constraint `without`), in field order; the constraints are checked by the caller."""
     table = _table(spec, level, member)
     names = [f.name for f in spec.tensor_fields]
-    per_group = [_group_choices(table, g, nullable_outputs(spec, without)) for g in type_groups(spec, without)]
+    nullable = nullable_outputs(spec, without)
+    per_group = [_group_choices(table, g, nullable) for g in type_groups(spec, without)]
     out = []
     for combo in itertools.product(*per_group):
         types = dict(pair for part in combo for pair in part)

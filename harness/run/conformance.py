@@ -161,9 +161,13 @@ def _run_generated(request, backend, spec, cell: tuple, strategy, kind, tally, e
     """Hypothesis draws cases (or batches of cases) from `strategy()` (once per cell for all the
     backends that run it: harness.run.drawn); each case is run and judged; the tally decides the
     outcome. `examples` caps the draws below the profile's."""
-    chosen = settings(max_examples=examples) if examples else _settings(request)
-    cases = drawn_cases((id(spec), kind) + cell, strategy, chosen)
+    cases = drawn_cases((id(spec), kind) + cell, strategy, _chosen(request, examples))
     _run_cases(request, backend, spec, cases, kind, tally)
+
+
+def _chosen(request, examples: int | None) -> settings:
+    """The Hypothesis settings of a cell: the profile's, with `examples` draws where given."""
+    return settings(max_examples=examples) if examples else _settings(request)
 
 
 def _run_cases(request, backend, spec, cases: list, kind, tally) -> None:
@@ -193,8 +197,7 @@ def test_invalid(request: pytest.FixtureRequest, invalid_cell: tuple[str, str, s
     examples = invalid_examples(request.config, backend, level, _settings(request).max_examples)
     strategy = lambda: invalid_cases(spec, level, rule)  # noqa: E731
     if not checks:  # the first of the cases a validating backend drew for the cell (its neighbour), else one drawn
-        chosen = settings(max_examples=examples) if examples else _settings(request)
-        drawn = already_drawn((id(spec), "invalid", level, rule), chosen)
+        drawn = already_drawn((id(spec), "invalid", level, rule), _chosen(request, examples))
         if drawn:
             _run_cases(request, backend, spec, drawn[:1], "invalid", _Tally())
             return

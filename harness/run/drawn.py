@@ -33,7 +33,7 @@ def drawn_cases(cell: tuple, strategy: Callable[[], "SearchStrategy"], chosen: S
     few cells; each call gets its own Case objects (sharing descriptors and the immutable input
     bytes), so what one backend's run records on a case never reaches another's."""
     pin_local_constants()
-    key = (cell, chosen.max_examples, chosen.derandomize)
+    key = _key(cell, chosen)
     found = _drawn.get(key)
     if found is None:
         found = []
@@ -50,12 +50,21 @@ def drawn_cases(cell: tuple, strategy: Callable[[], "SearchStrategy"], chosen: S
             _drawn.popitem(last=False)
     else:
         _drawn.move_to_end(key)
-    return [dataclasses.replace(case, tags=list(case.tags)) for case in found]
+    return _copies(found)
 
 
 def already_drawn(cell: tuple, chosen: Settings) -> list["Case"] | None:
     """The cases drawn_cases holds for `cell` under `chosen`, or None: what a backend that judges
     nothing by the draws (one that does not validate descriptors, for invalid cells) may take one
     of instead of drawing its own."""
-    found = _drawn.get((cell, chosen.max_examples, chosen.derandomize))
-    return None if found is None else [dataclasses.replace(case, tags=list(case.tags)) for case in found]
+    found = _drawn.get(_key(cell, chosen))
+    return None if found is None else _copies(found)
+
+
+def _key(cell: tuple, chosen: Settings) -> tuple:
+    return (cell, chosen.max_examples, chosen.derandomize)
+
+
+def _copies(found: list["Case"]) -> list["Case"]:
+    """Each call's own Case objects (sharing descriptors and the immutable input bytes)."""
+    return [dataclasses.replace(case, tags=list(case.tags)) for case in found]

@@ -79,17 +79,24 @@ def main(argv: list[str] | None = None) -> int:
     include the newest level's) searched before a pytest run that does not start through
     `dmlconform run` (`make test`: its harness tests ask every level where a table changes)."""
     import argparse
-    import time
     from harness.spec.load import DEFAULT_SPECS_DIR
     parser = argparse.ArgumentParser(prog="python -m harness.run.reachability_prefetch")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--specs-dir", type=Path, default=DEFAULT_SPECS_DIR)
     args = parser.parse_args(argv)
-    start = time.monotonic()
-    searched = prefetch(args.specs_dir, None, True, args.processes)
-    if searched:
-        print(f"reachability: {searched} answer(s) searched in {time.monotonic() - start:.1f} s on {args.processes} processes", flush=True)
+    prefetch_and_say(args.specs_dir, None, True, args.processes)
     return 0
+
+
+def prefetch_and_say(specs_dir: Path, operators: Iterable[str] | None, ladder: bool, processes: int) -> None:
+    """prefetch, and one line saying what it searched and how long it took (nothing when the memo
+    held every answer)."""
+    import time
+    start = time.monotonic()
+    searched = prefetch(specs_dir, operators, ladder, processes)
+    if searched:
+        print(f"reachability: {searched} answer(s) searched in {time.monotonic() - start:.1f} s on {processes} processes "
+              "(kept in the memo for the workers and the next run)", flush=True)
 
 
 if __name__ == "__main__":
