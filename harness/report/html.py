@@ -301,9 +301,15 @@ def report_summary(output: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def render_in_browser(report_dir: Path, screenshot: Path, timeout: float = 90.0) -> str:
+def render_in_browser(report_dir: Path, screenshot: Path, timeout: float = 90.0, wait_for: str = "") -> str:
     """Open the report in headless Chromium (served on 127.0.0.1) and return its visible text;
-    a screenshot is kept. Raises FileNotFoundError when Chromium is not installed."""
+    a screenshot is kept. Raises FileNotFoundError when Chromium is not installed.
+
+    The report draws its summary from data it fetches after the page loads. On a loaded machine
+    (make test's workers beside it) Chromium's virtual-time budget can run out before that, and the
+    page comes back with only its header. So when `wait_for` is given and absent from the text, the
+    page is read again with twice the budget, up to three times; the text returned is the last read,
+    so a report that never shows it still fails its caller."""
     import functools
     import http.server
     import re
@@ -318,18 +324,28 @@ def render_in_browser(report_dir: Path, screenshot: Path, timeout: float = 90.0)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--virtual-time-budget=15000", "--window-size=1400,900"]
+
+    def flags(budget_ms: int) -> list[str]:
+        return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--virtual-time-budget={budget_ms}", "--window-size=1400,900"]
+
+    text = ""
     try:
-        with tempfile.TemporaryDirectory() as profile:
-            dom = subprocess.run([browser, *flags, f"--user-data-dir={profile}", "--dump-dom", url],
-                                 capture_output=True, text=True, timeout=timeout).stdout
+        budget_ms = 15000
+        for _ in range(3):
+            with tempfile.TemporaryDirectory() as profile:
+                dom = subprocess.run([browser, *flags(budget_ms), f"--user-data-dir={profile}", "--dump-dom", url],
+                                     capture_output=True, text=True, timeout=timeout).stdout
+            dom = re.sub(r"(?s)<(script|style).*?</\1>", " ", dom)
+            text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+            if not wait_for or wait_for in text:
+                break
+            budget_ms *= 2
         with tempfile.TemporaryDirectory() as profile:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run([browser, *flags, f"--user-data-dir={profile}", f"--screenshot={screenshot}", url],
+            subprocess.run([browser, *flags(budget_ms), f"--user-data-dir={profile}", f"--screenshot={screenshot}", url],
                            capture_output=True, timeout=timeout)
     finally:
         server.shutdown()
-    dom = re.sub(r"(?s)<(script|style).*?</\1>", " ", dom)
-    text = re.sub(r"<[^>]+>", " ", dom)
-    return re.sub(r"\s+", " ", text)
+    return text

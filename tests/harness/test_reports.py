@@ -94,7 +94,7 @@ def test_html_report_renders_in_a_browser(small_run):
     assert total == len(_results(small_run / "allure-results"))
     screenshot = ROOT / "reports" / "report-screenshot.png"
     try:
-        text = render_in_browser(index.parent, screenshot)
+        text = render_in_browser(index.parent, screenshot, wait_for=f"Total {total}")
     except FileNotFoundError as exc:
         pytest.skip(f"Chromium cannot be installed here: {exc}")
     assert f"Total {total}" in text, text[:500]
