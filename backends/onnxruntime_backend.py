@@ -105,7 +105,27 @@ def load_mapping(path: Path) -> dict[str, dict]:
     """The operator table (backends/onnxruntime_ops.yaml), checked: a known builder per operator,
     the keys its builder reads (a node's op and inputs, ...), a node's `attribute_inputs` a list of
     field names; SpecError naming file, line and key otherwise (a malformed line would otherwise
-    surface as a crash of every case of its operator, far from the line that caused it)."""
+    surface as a crash of every case of its operator, far from the line that caused it). A file
+    already read with the same bytes is not parsed again (each backend instance reads the table:
+    a replay, a probe and the harness's tests make hundreds)."""
+    import hashlib
+    try:
+        key = (str(path), hashlib.sha256(Path(path).read_bytes()).hexdigest()) if Path(path).is_file() else None
+    except OSError:
+        key = None
+    if key is not None and key in _MAPPINGS_READ:
+        return dict(_MAPPINGS_READ[key])
+    table = _read_mapping(path)
+    if key is not None:
+        _MAPPINGS_READ[key] = table
+    return dict(table)
+
+
+_MAPPINGS_READ: dict[tuple[str, str], dict[str, dict]] = {}  # (path, sha256 of its bytes) -> its checked table
+
+
+def _read_mapping(path: Path) -> dict[str, dict]:
+    """load_mapping's parse and checks, uncached."""
     src = load_yaml(path)
     if not isinstance(src.data, dict):
         raise src.error((), "expected a mapping of operator names")

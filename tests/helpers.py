@@ -140,10 +140,9 @@ def levels_where_tables_change(spec) -> list[str]:
 
 
 def round_trip(case):
-    """A case through the case file format (YAML text) and back."""
-    import yaml
-    from harness.model.descriptor import Case
-    return Case.from_dict(yaml.safe_load(yaml.safe_dump(case.to_dict(), sort_keys=False, width=120)))
+    """A case through the case file format (the YAML text Case.save writes and Case.load reads) and back."""
+    from harness.model.descriptor import Case, case_mapping, case_yaml
+    return Case.from_dict(case_mapping(case_yaml(case.to_dict()).encode()))
 
 
 def read_plan(path) -> dict:

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import reject, strategies as st
 
 from harness.model.descriptor import Case, Descriptor, TensorDesc
-from harness.model.facts import attribute_names, expression_scope, level_guarded
+from harness.model.facts import attribute_names, expression_scope, level_facts, level_guarded
 from harness.model.validator import expression_violations
 from harness.spec.catalog import DataType
 from harness.spec.model import AttributePool, FieldSpec, OperatorSpec, enum_members
@@ -210,6 +210,8 @@ def valid_descriptors(draw: st.DrawFn, spec: OperatorSpec, level: str, data_type
     if not _attribute_rules_hold(spec, attributes):  # a rule over scalar attributes alone (a minimum a FLOAT attribute must reach)
         reject()
     attributes.update(spec.variant_attributes(member))  # the member the cell's table is for
+    if not _presence_attribute_rules_hold(spec, attributes, types, level):
+        reject()  # MaskType NONE beside a bound MaskTensor: drawn again before any tensor is drawn
     attributes.update(draw(_struct_values(spec)))
     attributes.update(draw(_fused_values(spec, level)))
     attributes.update(draw(_activation_array_values(spec, level, attributes)))
@@ -285,6 +287,54 @@ def _presence_and_attribute(spec: OperatorSpec, c: Any) -> bool:
     reads_presence = any(isinstance(n, ast.Attribute) and n.attr == "present" for n in ast.walk(c.check.tree))
     attributes = {f.name for f in spec.attribute_fields}
     return reads_presence and bool(c.check.names() & attributes)
+
+
+@lru_cache(maxsize=None)
+def _presence_attribute_rules(spec: OperatorSpec) -> tuple:
+    """The expression rules that read nothing but tensors' presence, scalar attributes and the
+    feature level, in their check and their `when`: MaskTensor is present exactly when MaskType is
+    not NONE; QueryHeadCount % KeyValueHeadCount == 0 when KeyValueHeadCount >= 1. The
+    cell's types and the attributes drawn first decide them, so valid_descriptors checks them before
+    it draws a tensor. The check after the draw (expression_violations) would reject the same
+    descriptors, but only after drawing all their tensors: an attention operator's cells drew ~40
+    descriptors per one kept."""
+    import ast
+    scalars = {f.name for f in spec.attribute_fields
+               if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
+    tensors = {f.name for f in spec.tensor_fields}
+    readable = scalars | tensors | set(enum_members(list(spec.fields)))
+    levels = set(level_facts(spec.catalog, None))
+    out = []
+    for c in spec.constraints:
+        if c.rule != "expression" or c.check is None:
+            continue
+        parts = [c.check] + ([c.guard] if c.guard is not None else [])
+        reads = [n for part in parts for n in ast.walk(part.tree) if isinstance(n, ast.Attribute)]
+        if all(part.names() <= readable | levels for part in parts) and all(a.attr == "present" for a in reads):
+            out.append((c, frozenset().union(*(part.names() & scalars for part in parts))))
+    return tuple(out)
+
+
+def _presence_attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float], types: dict[str, str | None],
+                                   level: str) -> bool:
+    """Whether the attributes drawn so far and the cell's tensor presence (a type, or None for
+    absent) keep _presence_attribute_rules, read as expression_violations reads them. A rule over
+    an attribute not drawn yet (TopK's K, drawn from the tensors' sizes) waits for the full check."""
+    rules = _presence_attribute_rules(spec)
+    if not rules:
+        return True
+    from harness.spec.shape_expr import TensorFacts
+    names = {**attribute_names(spec, attributes), **level_facts(spec.catalog, level)}
+    tensors = {name: TensorFacts(() if t is not None else None) for name, t in types.items()}
+    for c, reads in rules:
+        if not reads <= attributes.keys():
+            continue
+        if c.guard is not None and not c.guard.evaluate(names, tensors):
+            continue
+        holds = c.check.evaluate(names, tensors)
+        if holds is not None and not holds:
+            return False
+    return True
 
 
 @lru_cache(maxsize=None)

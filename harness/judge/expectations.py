@@ -292,10 +292,46 @@ def load_expectations(backend: str, directory: Path | None, specs: "SpecSet | No
     files = expectation_files(backend, Path(directory)) if directory is not None else []
     if not files:
         return ExpectationSet(backend)
-    items, errors = _read_files(files, _spec_set(specs), backend)
+    spec_set = _spec_set(specs)
+    key = _contents_key(backend, files, spec_set)
+    if key is not None and key in _LOADED:
+        return ExpectationSet(backend, list(_LOADED[key][1]))
+    items, errors = _read_files(files, spec_set, backend)
     if errors:
         raise ExpectationError(errors)
+    if key is not None:
+        while len(_LOADED) >= MAX_LOADED:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = (spec_set, list(items))  # the spec set kept alive: its id is in the key
     return ExpectationSet(backend, items)
+
+
+# Expectation sets already read, by the bytes of their files: a backend instance, a replay and
+# a probe each ask for their backend's (the harness's tests ask thousands of times), and reading
+# and checking a backend's files against its specs took ~0.1 s each time. Keyed by content, not
+# by modification time, so a file rewritten within the file system's clock tick is read again.
+MAX_LOADED = 8
+_LOADED: dict[tuple, tuple["SpecSet", list[Expectation]]] = {}
+
+
+def _contents_key(backend: str, files: list[Path], specs: "SpecSet") -> tuple | None:
+    """The cache key of `files` read for `backend` against `specs`: their names and contents; None
+    (not cached) when one is not a regular file within the loader's size bound, which _read_files
+    then reports without reading it (a pipe read here could block)."""
+    import hashlib
+    parts: list[tuple[str, str]] = []
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        try:
+            parts.append((str(path), hashlib.sha256(Path(path).read_bytes()).hexdigest()))
+        except OSError:
+            return None
+    return (backend, id(specs), tuple(parts))
 
 
 def check_expectation_files(paths: Iterable[str | Path], specs: "SpecSet") -> list[SpecError]:

@@ -291,7 +291,7 @@ class Case:
     def save(self, path: Path, previews: dict[str, list] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(yaml.safe_dump(self.to_dict(previews), sort_keys=False, width=120))
+        tmp.write_text(case_yaml(self.to_dict(previews)))
         tmp.replace(path)  # atomic: an interrupted run never leaves half a case file
         return path
 
@@ -336,10 +336,12 @@ def _decode_inputs(raw: Any) -> dict[str, bytes]:
 
 
 MAX_CASE_NODES = 100_000  # YAML nodes of a case file: one the harness writes has a few hundred (its size is in its scalars)
+MAX_CASE_DEPTH = 64  # nested collections of a case file: one the harness writes nests about six deep
 
 
 def _check_case_events(data: bytes) -> None:
-    """A case file's YAML events, counted before anything is built: at most MAX_CASE_NODES nodes,
+    """A case file's YAML events, counted before anything is built: at most MAX_CASE_NODES nodes
+    nested at most MAX_CASE_DEPTH deep,
     an alias counting as the size of what it names (the harness's own case files use anchors for
     repeated lists; a "billion laughs" of them is refused, not expanded). Through libyaml where
     PyYAML has it, so that a 12 MB file of tiny nodes is refused in well under a second instead of
@@ -362,6 +364,11 @@ def _count_case_events(events: Iterator[yaml.Event]) -> None:
         elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             open_nodes.append((event.anchor, count))
             count += 1
+            if len(open_nodes) > MAX_CASE_DEPTH:  # refused here alike with or without libyaml (whose
+                # loader builds deep nests that PyYAML's own overflows Python's stack on)
+                line = event.start_mark.line + 1 if event.start_mark is not None else 0
+                raise CaseFormatError(f"line {line}", f"invalid YAML: nested too deeply (more than {MAX_CASE_DEPTH} "
+                                                      "levels; a case file nests a few)")
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             anchor, start = open_nodes.pop()
             if anchor:
@@ -377,8 +384,8 @@ def _count_case_events(events: Iterator[yaml.Event]) -> None:
 
 
 def _read_case_yaml(path: Path) -> dict:
-    """The file's top-level mapping: bounded in size (a case file is never a stream), parsed with
-    yaml.safe_load only (no Python tags), YAML errors with their line and column."""
+    """The file's top-level mapping: bounded in size (a case file is never a stream), then
+    case_mapping."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CASE_FILE_BYTES + 1)
@@ -386,9 +393,32 @@ def _read_case_yaml(path: Path) -> dict:
         raise CaseFormatError("", f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_CASE_FILE_BYTES:
         raise CaseFormatError("", f"larger than {MAX_CASE_FILE_BYTES} bytes, the most a case file may be")
+    return case_mapping(data)
+
+
+# libyaml where PyYAML has it: a case file is mostly base64 and arrays of numbers, which PyYAML's
+# pure-Python emitter and scanner took ~80 ms per case to write and read back (the harness's tests
+# round-trip thousands); both are safe (no Python tags) and build the same values
+_CASE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_CASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def case_yaml(mapping: dict[str, Any]) -> str:
+    """A case file's text from Case.to_dict's mapping (what Case.save writes)."""
+    return yaml.dump(mapping, Dumper=_CASE_DUMPER, sort_keys=False, width=120)
+
+
+def case_mapping(data: bytes) -> dict:
+    """A case file's top-level mapping from its bytes: its YAML nodes counted first
+    (_check_case_events), parsed safely (no Python tags), YAML errors with their line and column.
+    A text libyaml refuses is read again by PyYAML's own parser, so that the error a user sees is
+    worded alike on every machine, with or without libyaml."""
     try:
         _check_case_events(data)
-        raw = yaml.safe_load(data)
+        try:
+            raw = yaml.load(data, Loader=_CASE_LOADER)
+        except yaml.YAMLError:
+            raw = yaml.safe_load(data)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -38,6 +38,7 @@ import pytest
 from hypothesis import settings
 
 from harness.run.allocator import keep_freed_memory
+from harness.run.heap import collect_less_often, freeze_long_lived
 from harness.run.hang_probes import HANG_PROBE_CHOICES, barrier_dir, hang_probe_expectation, move_hang_probes_last, note_finished
 from harness.run.profiles import register_profiles
 from harness.run.registry import DEFAULT_BACKENDS, expectations_for, backend_entry_points, load_backend, split_instance
@@ -215,6 +216,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     keep_freed_memory()  # large tensors: reuse freed arrays instead of page-faulting new ones
+    collect_less_often()  # generation's many short-lived objects beside a large long-lived heap (harness.run.heap)
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
     run = cast(DmlConfig, config)  # the same object, typed with the attributes set here
@@ -478,6 +480,14 @@ def _backend_entry(config: DmlConfig, name: str) -> dict[str, Any]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """The run's plan written (_write_plan). Then the specs, the cells and every module are in
+    memory and stay until the process ends: out of the garbage collector's sight from here on
+    (harness.run.heap)."""
+    _write_plan(session)
+    freeze_long_lived()
+
+
+def _write_plan(session: pytest.Session) -> None:
     """The run's plan: every conformance cell collected (a shard's own), with its case budget or
     skip reason; the host, each backend's version and, for a shard, the full plan."""
     config = cast(DmlConfig, session.config)
