@@ -281,12 +281,10 @@ def _presence_and_attribute(spec: OperatorSpec, c: Any) -> bool:
     """Whether `c` ties a tensor's presence to an attribute (MaskTensor is present exactly when
     MaskType is not NONE): the type assignment decides the presence and the attributes are drawn
     apart, so such a rule is kept by drawing again."""
-    import ast
     if c.rule != "expression" or c.check is None:
         return False
-    reads_presence = any(isinstance(n, ast.Attribute) and n.attr == "present" for n in ast.walk(c.check.tree))
     attributes = {f.name for f in spec.attribute_fields}
-    return reads_presence and bool(c.check.names() & attributes)
+    return "present" in c.check.facts_read() and bool(c.check.names() & attributes)
 
 
 @lru_cache(maxsize=None)
@@ -298,7 +296,6 @@ def _presence_attribute_rules(spec: OperatorSpec) -> tuple:
     it draws a tensor. The check after the draw (expression_violations) would reject the same
     descriptors, but only after drawing all their tensors: an attention operator's cells drew ~40
     descriptors per one kept."""
-    import ast
     scalars = {f.name for f in spec.attribute_fields
                if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
     tensors = {f.name for f in spec.tensor_fields}
@@ -309,8 +306,7 @@ def _presence_attribute_rules(spec: OperatorSpec) -> tuple:
         if c.rule != "expression" or c.check is None:
             continue
         parts = [c.check] + ([c.guard] if c.guard is not None else [])
-        reads = [n for part in parts for n in ast.walk(part.tree) if isinstance(n, ast.Attribute)]
-        if all(part.names() <= readable | levels for part in parts) and all(a.attr == "present" for a in reads):
+        if all(part.names() <= readable | levels and part.facts_read() <= {"present"} for part in parts):
             out.append((c, frozenset().union(*(part.names() & scalars for part in parts))))
     return tuple(out)
 

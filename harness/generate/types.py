@@ -60,13 +60,11 @@ def presence_only(spec: OperatorSpec, c: Any) -> bool:
     """Whether `c` is an expression rule that reads only tensors' `present` (and, in its `when`,
     the feature level): a type assignment (None = absent) decides it, so its breaker is a type
     assignment's too."""
-    import ast
     if c.rule != "expression" or c.check is None:
         return False
     tensors = {f.name for f in spec.tensor_fields}
     levels = set(level_facts(spec.catalog, None))
-    attributes = [n for n in ast.walk(c.check.tree) if isinstance(n, ast.Attribute)]
-    if not attributes or c.check.names() - tensors or any(a.attr != "present" for a in attributes):
+    if c.check.facts_read() != {"present"} or c.check.names() - tensors:
         return False
     return c.guard is None or not (c.guard.names() - levels)
 

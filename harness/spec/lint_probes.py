@@ -243,15 +243,12 @@ def _presence_holds(spec: OperatorSpec, types: dict[str, str | None], names: dic
     of three tensors, two present together) hold for this type assignment (None: absent), as
     generation keeps them (harness.generate.types.presence_only): a probe is a descriptor
     generation may draw."""
-    import ast
-
     from harness.spec.shape_expr import TensorFacts
     tensors = {n: TensorFacts(() if t is not None else None) for n, t in types.items()}
     for c in spec.constraints:
         if c.rule != "expression" or c.check is None or c.guard is not None:
             continue
-        attributes = [n for n in ast.walk(c.check.tree) if isinstance(n, ast.Attribute)]
-        if not attributes or c.check.names() - set(types) or any(a.attr != "present" for a in attributes):
+        if c.check.facts_read() != {"present"} or c.check.names() - set(types):
             continue
         if not c.check.evaluate(names, tensors):
             return False

@@ -232,6 +232,16 @@ class ShapeExpr:
         asks it of every rule for every descriptor the invalid-case search tries."""
         return self._names
 
+    def facts_read(self) -> frozenset[str]:
+        """The tensor facts the expression reads by attribute (`present`, `Sizes`, `DataType`, ...).
+        A rule whose only one is `present` is decided by which tensors are bound: generation keeps
+        it with the type assignment (harness.generate.types), before any shape is drawn."""
+        return self._facts_read
+
+    @cached_property
+    def _facts_read(self) -> frozenset[str]:
+        return frozenset(n.attr for n in ast.walk(self.tree) if isinstance(n, ast.Attribute))
+
     @cached_property
     def _names(self) -> frozenset[str]:
         bound = {n.id for c in ast.walk(self.tree) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
