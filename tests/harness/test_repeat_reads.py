@@ -86,8 +86,7 @@ def test_invalid_yaml_is_worded_by_pyyaml_itself():
     """A text libyaml refuses is read again by PyYAML's own parser: its words and position."""
     with pytest.raises(CaseFormatError) as caught:
         case_mapping(b"a: [1, 2\nb: 3\n")
-    try:
+    with pytest.raises(yaml.MarkedYAMLError) as pure:
         yaml.load("a: [1, 2\nb: 3\n", Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        assert str(exc.problem) in str(caught.value)
-        assert f"line {exc.problem_mark.line + 1}" in str(caught.value)
+    assert str(pure.value.problem) in str(caught.value)
+    assert f"line {pure.value.problem_mark.line + 1}" in str(caught.value)
