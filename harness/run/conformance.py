@@ -330,5 +330,5 @@ def test_expectation_probe(request: pytest.FixtureRequest, probe_cell: tuple) ->
     label_status(record.status)
     if masked:
         pytest.skip(f"{status_tag(UNSUPPORTED)} {record.summary}")
-    if not explained:
-        pytest.fail(f"{status_tag(STALE)} {record.summary}\n{outcome.message}", pytrace=False)
+    if not explained and record.status != Status.EXPECTED_DIVERGENCE:  # a known hang that hung both times shows
+        pytest.fail(f"{status_tag(record.status)} {record.summary}\n{outcome.message}", pytrace=False)

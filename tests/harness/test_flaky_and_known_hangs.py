@@ -295,3 +295,30 @@ def test_a_known_hang_that_hung_twice_in_different_stages_still_shows():
     assert not hung_both_times(True, "flaky", once)
     assert not hung_both_times(False, "flaky", twice)
     assert not hung_both_times(True, "crashed", twice)
+
+
+def test_a_known_hang_whose_probe_hangs_in_two_stages_passes_the_run(tmp_path, monkeypatch):
+    """Through the CLI, the H200 case of the seventeenth session's GPU run: the probe hung in
+    initialize, then in execute. Its record said the hang shows (the gate passed) while its test
+    failed as a stale expectation, so `dmlconform run` exited 1 on a run the gate passed. Now the
+    test's verdict is the record's: the run and the gate both pass."""
+    import xml.etree.ElementTree as ET
+
+    from harness.cli import main
+    from harness.report.gate import evaluate_gate
+    from harness.run.manifest import load_manifest
+    monkeypatch.setenv("DMLCONFORM_EXTRA_BACKENDS", "broken-hangs-twice=tests.plugins.broken_backend:HangsInTwoStagesBackend")
+    expectations = tmp_path / "expectations"
+    expectations.mkdir()
+    (expectations / "broken-hangs-twice.yaml").write_text(
+        HANG_PROBE_RUN.replace("backend: numpy", "backend: broken-hangs-twice").replace("a made-up hang", "a scripted hang"))
+    reports = tmp_path / "reports"
+    code = main(["run", "--operator", "ELEMENT_WISE_SIGN", "--backend", "broken-hangs-twice", "--workers", "0",
+                 "--max-examples", "2", "--expectations-dir", str(expectations), "--reports-dir", str(reports)])
+    [record] = [r for r in read_records(reports / "results") if r.kind == "probe"]
+    assert record.status == "expected-divergence" and "hung both times" in record.summary
+    probe = "test_expectation_probe[numpy-sign-int16-hangs-broken-hangs-twice]"
+    [case] = [c for c in ET.parse(reports / "junit.xml").iter("testcase") if c.get("name") == probe]
+    assert case.find("failure") is None and case.find("error") is None
+    verdict = evaluate_gate(list(read_records(reports / "results")), load_manifest(reports / "results"), expectations)
+    assert verdict.passed and code == 0

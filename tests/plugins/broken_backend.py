@@ -90,6 +90,31 @@ class KillsItsWorkerBackend(NumpyReferenceBackend):
         return super().run(case)
 
 
+
+class HangsInTwoStagesBackend(NumpyReferenceBackend):
+    """The reference, except that an INT16 case hangs: in initialize the first time it is sent, in
+    execute the second (what an NVIDIA H200 did to a known hang's probe when the hang probes ran
+    together at the end of a run)."""
+
+    name = "broken-hangs-twice"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: dict[str, int] = {}
+
+    def capabilities(self):  # a device: its failures are run again (the reference's are not)
+        import dataclasses
+        return dataclasses.replace(super().capabilities(), is_reference=False)
+
+    def run(self, case):
+        from harness.model.backend import Crashed
+        t = next((d for d in case.descriptor.tensors.values() if d is not None), None)
+        if t is None or t.data_type != "INT16":
+            return super().run(case)
+        self.sent[case.case_id] = self.sent.get(case.case_id, 0) + 1
+        stage = "initialize" if self.sent[case.case_id] == 1 else "execute"
+        return Crashed(f"runner did not answer within 10 s (hang in {stage} 1/1, 10.0 s after it began) (simulated)")
+
 # One liberty beyond the D3D precision model each (see backends/worst_legal.py): every one must fail.
 from backends.worst_legal import WorstLegalBackend  # noqa: E402
 
