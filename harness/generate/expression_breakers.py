@@ -25,7 +25,7 @@ from harness.generate.layouts import reset_layout
 from harness.generate.strategies import dependent_values, derivation_order, derive_sizes, domain_reads, first_activation_values
 from harness.spec.fused import item_field
 from harness.spec.shape_expr import is_free
-from harness.generate.types import coverage_plan
+from harness.generate.types import coverage_plan, member_of
 
 UINT32_MAX = 2**32 - 1
 Mutation = tuple[str, Callable[[Descriptor], object]]  # what a mutation's function returns is not used
@@ -232,6 +232,24 @@ def mutations(spec: OperatorSpec, d: Descriptor) -> list[Mutation]:
     return [*_array_mutations(spec, d), *_scalar_mutations(spec, d), *_size_mutations(spec, d), *_shape_rule_mutations(spec, d)]
 
 
+def _presence_mutations(spec: OperatorSpec, level: str, d: Descriptor) -> list[Mutation]:
+    """Each bound optional tensor left null. No other mutation binds or drops a tensor, so a rule
+    that ties a tensor's presence to another's and to an attribute (ROI_ALIGN_GRAD's 'InputTensor
+    must be supplied when OutputROIGradientTensor is supplied, or when ReductionFunction ==
+    DML_REDUCE_FUNCTION_MAX') breaks only this way. The last resort of the search: a rule that
+    another mutation breaks keeps the draws it had."""
+    table = spec.table_for(level, member_of(spec, d.attributes))
+    if table is None:
+        return []
+    found: list[Mutation] = []
+    for name, cell in table.tensors.items():
+        if cell.optional and d.tensors.get(name) is not None:
+            def drop(x: Descriptor, n: str = name) -> None:
+                x.tensors[n] = None
+            found.append((f"{name} = null", drop))
+    return found
+
+
 def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start: int = 0) -> tuple[Descriptor, str] | None:
     """The first mutation of `d` (from index `start`, wrapping) after which exactly `rule` is
     broken at `level`, with its description; None when none is."""
@@ -254,6 +272,15 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
             x.attributes.update(first_array_values(spec, x))
         if validate(spec, x, level).rule_ids == {rule}:
             return x, what + (" (derived sizes re-derived)" if derive else "") + (" (arrays drawn again)" if fresh else "")
+    for what, apply in _presence_mutations(spec, level, d):
+        for derive in (True, False):
+            x = d.clone()
+            x.aliases = {}
+            apply(x)
+            if derive and not rederive(spec, x):
+                continue
+            if validate(spec, x, level).rule_ids == {rule}:
+                return x, what + (" (derived sizes re-derived)" if derive else "")
     return None
 
 

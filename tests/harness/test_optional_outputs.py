@@ -60,3 +60,38 @@ def test_bound_it_is_computed_and_judged_as_before():
     reference = NumpyReferenceBackend(SPECS).run(case)
     assert reference.kind == "outputs"
     assert judge(spec, case, reference, backend_validates=True).status == Status.PASS
+
+
+ROI_GRAD_ATTRIBUTES = {"ReductionFunction": 2, "InterpolationMode": 1, "SpatialScaleX": 1.0, "SpatialScaleY": 1.0,
+                       "InputPixelOffset": 0.5, "OutputPixelOffset": -0.5, "MinimumSamplesPerOutput": 1,
+                       "MaximumSamplesPerOutput": 1, "AlignRegionsToCorners": 0}
+
+
+def _roi_grad_case(roi_gradient: bool, reduction: int):
+    """ROI_ALIGN_GRAD without InputTensor: one 2 x 2 region's gradient into a 2 x 2 output gradient."""
+    from harness.model.descriptor import TensorDesc
+    spec = SPECS.operator("ROI_ALIGN_GRAD")
+    sizes = {"InputGradientTensor": [1, 1, 1, 1], "ROITensor": [1, 4], "BatchIndicesTensor": [1], "OutputGradientTensor": [1, 1, 2, 2]}
+    if roi_gradient:
+        sizes["OutputROIGradientTensor"] = [1, 4]
+    types = {n: "UINT32" if n == "BatchIndicesTensor" else "FLOAT32" for n in sizes}
+    values = {"InputGradientTensor": np.asarray([[[[4.0]]]]), "ROITensor": np.asarray([[0.0, 0.0, 2.0, 2.0]]), "BatchIndicesTensor": np.asarray([0])}
+    layouts = {n: TensorDesc(types[n], s) for n, s in sizes.items()}
+    return spec, case_from_arrays(spec, "6.4", types, values, layouts=layouts,
+                                  attributes=ROI_GRAD_ATTRIBUTES | {"ReductionFunction": reduction})
+
+
+def test_roi_align_grads_input_is_required_only_where_its_page_says():
+    """ROI_ALIGN_GRAD's page: InputTensor 'must be supplied when OutputROIGradientTensor is
+    supplied, or when ReductionFunction == DML_REDUCE_FUNCTION_MAX'. An average without the
+    regions' gradient may leave it null (the spec required it always until the eighteenth session:
+    DirectML accepting such a case was recorded against it); with either, that rule alone is broken,
+    and generation can break it (DirectML 1.15.4 rejects those, as the page asks)."""
+    from harness.generate.breakers import rule_reachable
+    average, maximum = 2, 7
+    spec, case = _roi_grad_case(roi_gradient=False, reduction=average)
+    assert case_verdict(spec, case).accepted
+    for roi_gradient, reduction in ((True, average), (False, maximum), (True, maximum)):
+        spec, case = _roi_grad_case(roi_gradient, reduction)
+        assert case_verdict(spec, case).rule_ids == {"constraint.input_supplied"}, (roi_gradient, reduction)
+    assert rule_reachable(spec, "4.1", "constraint.input_supplied") and rule_reachable(spec, "6.4", "constraint.input_supplied")
