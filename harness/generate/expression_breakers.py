@@ -234,9 +234,8 @@ def mutations(spec: OperatorSpec, d: Descriptor) -> list[Mutation]:
 
 def _presence_mutations(spec: OperatorSpec, level: str, d: Descriptor) -> list[Mutation]:
     """Each bound optional tensor left null. No other mutation binds or drops a tensor, so a rule
-    that ties a tensor's presence to another's and to an attribute (ROI_ALIGN_GRAD's 'InputTensor
-    must be supplied when OutputROIGradientTensor is supplied, or when ReductionFunction ==
-    DML_REDUCE_FUNCTION_MAX') breaks only this way. The last resort of the search: a rule that
+    that ties a tensor's presence to another's and to an attribute (an input that 'must be supplied
+    when' an optional output is, or when the reduction is MAX) breaks only this way. The last resort of the search: a rule that
     another mutation breaks keeps the draws it had."""
     table = spec.table_for(level, member_of(spec, d.attributes))
     if table is None:
