@@ -83,6 +83,7 @@ _BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "roi_pool": ("inputs", "spatial_scale"),
     "roi_align": ("inputs",),  # the scales, samples, offsets and modes are the spec family's own (formula.family)
     "recurrent": ("op", "inputs", "results", "activations"),  # the directions are the spec family's own (formula.family)
+    "attention": ("op", "mask_types"),  # the tensors and attributes are the spec family's roles (formula.family)
 }
 _BUILDERS = set(_BUILDER_KEYS)
 
@@ -133,7 +134,7 @@ def _read_mapping(path: Path) -> dict[str, dict]:
         if not isinstance(entry, dict) or entry.get("builder") not in _BUILDERS:
             raise src.error((op,), f"builder must be one of {sorted(_BUILDERS)}")
         needs = _BUILDER_KEYS[entry["builder"]]
-        kinds = {"inputs": list, "ops": dict, "modes": dict, "results": list}
+        kinds = {"inputs": list, "ops": dict, "modes": dict, "results": list, "mask_types": dict}
         missing = [k for k in needs if k not in entry or not isinstance(entry[k], kinds.get(k, str))]
         if missing:
             raise src.error((op,), f"a {entry['builder']} mapping needs {', '.join(needs)} (missing or mistyped: {', '.join(missing)})")
@@ -269,7 +270,7 @@ class OnnxRuntimeBackend:
             "scan": self._scan, "one_hot": self._one_hot, "reverse_sequence": self._reverse_sequence,
             "normalize": self._normalize, "quantized_node": self._quantized_node,
             "multi_output_node": self._multi_output_node, "resize": self._resize, "roi_pool": self._roi_pool,
-            "roi_align": self._roi_align, "recurrent": self._recurrent}
+            "roi_align": self._roi_align, "recurrent": self._recurrent, "attention": self._attention}
         if entry["builder"] in family_builders:  # each reads its table entry, the descriptor and the inputs
             return family_builders[entry["builder"]](entry, d, inputs)
         names = entry["inputs"]
@@ -1053,6 +1054,14 @@ class OnnxRuntimeBackend:
             return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
         results = self._session(key, build).run(None, {n: v for n, v, _ in fed})
         return {name: np.asarray(value).reshape(shape) for name, value, shape in zip(outs, results, shapes)}
+
+    def _attention(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One com.microsoft MultiHeadAttention on the spec family's roles (backends/onnxruntime_attention.py)."""
+        from backends.onnxruntime_attention import AttentionUnsupported, run_attention
+        try:
+            return run_attention(self.specs.operator(d.operator), entry, d, inputs, self._session, _ONNX_TYPES, OPSET, IR_VERSION)
+        except AttentionUnsupported as exc:
+            raise _Unsupported(str(exc)) from None
 
     def _nonzero(self, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """One ONNX NonZero and a Transpose (its {rank, count} int64 indices as one row per element,
