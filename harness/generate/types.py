@@ -53,7 +53,8 @@ def broken_type_constraints(spec: OperatorSpec, types: dict[str, str | None], me
                             level: str | None = None) -> set[str]:
     """Ids of the data-type constraints that a type assignment breaks at `level` (None = absent tensor)."""
     names = _names(spec, member, level)
-    return {c.id for c in spec.constraints if c.type_offenders(types, names)} | _presence_broken(spec, types, level)
+    return ({c.id for c in spec.constraints if c.type_offenders(types, names)} | _presence_broken(spec, types, level)
+            | _presence_unsatisfiable(spec, types, level))
 
 
 def presence_only(spec: OperatorSpec, c: Any) -> bool:
@@ -91,6 +92,58 @@ def _presence_broken(spec: OperatorSpec, types: dict[str, str | None], level: st
         if c.guard is not None and not c.guard.evaluate(level_names, tensors):
             continue
         if not c.check.evaluate(level_names, tensors):
+            broken.add(c.id)
+    return broken
+
+
+MAX_ENUM_COMBINATIONS = 4096  # member combinations a presence-and-enum rule is tried with (beyond: not decided here)
+
+
+@lru_cache(maxsize=None)
+def _presence_enum_rules(spec: OperatorSpec) -> tuple[tuple[Any, tuple[tuple[str, tuple[int, ...]], ...]], ...]:
+    """The expression rules that read tensors' presence and enum attributes (and the level), each
+    with the members of the enum fields it reads: 'InputTensor must be supplied when
+    OutputROIGradientTensor is supplied, or when ReductionFunction == MAX'. Not presence_only (an
+    attribute decides them too), so generation keeps them by drawing; but a type assignment under
+    which no member satisfies one can never be valid, and is left out (_presence_unsatisfiable)."""
+    from harness.spec.model import enum_members
+    enums = {f.name: tuple(sorted(set(f.enum.values()))) for f in spec.attribute_fields if f.enum and not f.is_array}
+    tensors = {f.name for f in spec.tensor_fields}
+    readable = tensors | set(enums) | set(enum_members(list(spec.fields))) | set(level_facts(spec.catalog, None))
+    out = []
+    for c in spec.constraints:
+        if c.rule != "expression" or c.check is None or presence_only(spec, c):
+            continue
+        parts = [c.check] + ([c.guard] if c.guard is not None else [])
+        if not all(part.names() <= readable and part.facts_read() <= {"present"} for part in parts):
+            continue
+        if not any(part.facts_read() for part in parts):  # an attribute rule: the attributes' draw keeps it
+            continue
+        read = sorted(set().union(*(part.names() for part in parts)) & set(enums))
+        if read and prod(len(enums[n]) for n in read) <= MAX_ENUM_COMBINATIONS:
+            out.append((c, tuple((n, enums[n]) for n in read)))
+    return tuple(out)
+
+
+def _presence_unsatisfiable(spec: OperatorSpec, types: dict[str, str | None], level: str | None) -> set[str]:
+    """Ids of the presence-and-enum rules (_presence_enum_rules) that no member of their enum fields
+    satisfies with these tensors present (None = absent): an input left null beside the optional output
+    that requires it, whatever the reduction."""
+    rules = _presence_enum_rules(spec)
+    if not rules:
+        return set()
+    from harness.spec.model import enum_members
+    from harness.spec.shape_expr import TensorFacts
+    base = {**enum_members(list(spec.fields)), **level_facts(spec.catalog, level)}
+    tensors = {n: TensorFacts(() if t is not None else None) for n, t in types.items()}
+    broken = set()
+    for c, enums in rules:
+        def holds(values: tuple[int, ...]) -> bool:
+            names = {**base, **dict(zip([n for n, _ in enums], values))}
+            if c.guard is not None and not c.guard.evaluate(names, tensors):
+                return True
+            return bool(c.check.evaluate(names, tensors))
+        if not any(holds(values) for values in itertools.product(*(members for _, members in enums))):
             broken.add(c.id)
     return broken
 

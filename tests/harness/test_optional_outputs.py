@@ -95,3 +95,17 @@ def test_roi_align_grads_input_is_required_only_where_its_page_says():
         spec, case = _roi_grad_case(roi_gradient, reduction)
         assert case_verdict(spec, case).rule_ids == {"constraint.input_supplied"}, (roi_gradient, reduction)
     assert rule_reachable(spec, "4.1", "constraint.input_supplied") and rule_reachable(spec, "6.4", "constraint.input_supplied")
+
+
+def test_a_type_assignment_no_reduction_makes_valid_is_not_a_valid_cell():
+    """Generation binds both outputs, so InputTensor null can never be valid there, whatever
+    ReductionFunction is drawn: the coverage plan leaves such assignments out (a cell of them was
+    Unsatisfiable: every draw rejected), and the type machinery reports the rule broken."""
+    from harness.generate.types import broken_type_constraints
+    spec = SPECS.operator("ROI_ALIGN_GRAD")
+    for level in ("4.1", "6.4"):
+        plans = coverage_plan(spec, level)
+        assert plans and all(types["InputTensor"] is not None for types, *_ in plans)
+    types = {f.name: "FLOAT32" for f in spec.tensor_fields} | {"BatchIndicesTensor": "UINT32", "InputTensor": None}
+    assert "input_supplied" in broken_type_constraints(spec, types, level="6.4")
+    assert "input_supplied" not in broken_type_constraints(spec, types | {"OutputROIGradientTensor": None}, level="6.4")
