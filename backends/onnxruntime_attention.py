@@ -16,7 +16,7 @@ What it expresses, from the spec family's roles (`formula.family` of the operato
   `lengths` ({batch}: one key length per batch) or `raw` ({batch, sequence, total sequence} of
   0 masked / 1 kept, from a mask whose head dimension is 1: the node's mask has none).
 Everything else is unsupported with the reason: another mask type, a head dimension in a boolean
-mask, a past key without a past value, and Scale 0 (the node reads a scale of 0 as its default,
+mask, a past key without a past value, a past value of another head size than the key's, and Scale 0 (the node reads a scale of 0 as its default,
 1/sqrt(headSize)).
 """
 from __future__ import annotations
@@ -82,6 +82,9 @@ def node_operands(spec: OperatorSpec, entry: dict, d: Descriptor, inputs: dict[s
         raise AttentionUnsupported("ONNX Runtime's MultiHeadAttention takes a past key and a past value together, not one alone")
     if have("past_key"):
         fed["past_key"], fed["past_value"] = _last(get("past_key"), 4), _last(get("past_value"), 4)
+        if fed["past_value"].shape[-1] != fed["past_key"].shape[-1]:
+            raise AttentionUnsupported("a past value whose head size is not the key's: ONNX Runtime's MultiHeadAttention "
+                                       "checks 'past_value dimension 3 should be same as head_size'")
     mask_field = spec.field(role["mask_type"])
     assert mask_field.enum is not None  # the family's mask type is an enum field
     member = next((m for m, v in mask_field.enum.items() if v == int(d.attributes[mask_field.name])), None)

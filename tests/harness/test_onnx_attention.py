@@ -93,6 +93,9 @@ def test_the_past_key_comes_before_the_key_in_the_present_key(ort):
 @pytest.mark.parametrize("attributes, arrays, sizes, reason", [
     ({"Scale": 0.0}, {}, {}, "reads a scale of 0 as its default"),
     ({"MaskType": KEY_SEQUENCE_END_START}, {"MaskTensor": [2, 0]}, {"MaskTensor": [2, 1]}, "MaskType KEY_SEQUENCE_END_START"),
+    ({}, {"ValueTensor": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "PastKeyTensor": [5.0, 5.0], "PastValueTensor": [1.0, 1.0, 1.0]},
+     {"ValueTensor": [1, 2, 3], "PastKeyTensor": [1, 1, 1, 2], "PastValueTensor": [1, 1, 1, 3], "OutputTensor": [1, 1, 3],
+      "OutputPresentKeyTensor": [1, 1, 3, 2], "OutputPresentValueTensor": [1, 1, 3, 3]}, "past value whose head size is not the key's"),
 ])
 def test_what_the_node_cannot_say_is_unsupported_with_the_reason(ort, attributes, arrays, sizes, reason):
     result = ort.run(_case(QKV | arrays, ONE_QUERY | sizes, attributes))
