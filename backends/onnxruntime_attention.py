@@ -53,13 +53,18 @@ def _split(stacked: np.ndarray, parts: int) -> list[np.ndarray]:
     return [np.ascontiguousarray(x[:, :, :, p, :]).reshape(b, s, n * h) for p in range(parts)]
 
 
+def family_roles(spec: OperatorSpec) -> dict[str, str]:
+    """The attention family's roles (query, mask, scale, ...) -> the spec's field names."""
+    family = spec.formula.family
+    assert family is not None and family.name == "attention"
+    return {k: str(v) for k, v in family.params.items() if isinstance(v, str)}
+
+
 def node_operands(spec: OperatorSpec, entry: dict, d: Descriptor, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The node's inputs by role (absent ones left out) and its attributes (num_heads, scale,
     mask_filter_value), from the descriptor and its logical input values; AttentionUnsupported
     where the node cannot say the same thing."""
-    family = spec.formula.family
-    assert family is not None and family.name == "attention"
-    role = {k: str(v) for k, v in family.params.items() if isinstance(v, str)}
+    role = family_roles(spec)
     have = lambda r: r in role and d.tensors.get(role[r]) is not None  # noqa: E731
     get = lambda r: np.asarray(inputs[role[r]])  # noqa: E731
     fed: dict[str, np.ndarray] = {}
@@ -112,9 +117,7 @@ def run_attention(spec: OperatorSpec, entry: dict, d: Descriptor, inputs: dict[s
                   opset: int, ir_version: int) -> dict[str, np.ndarray]:
     """The node, run: the output and the present key and value the descriptor binds, by field name.
     `session(key, build)` is the backend's session cache."""
-    family = spec.formula.family
-    assert family is not None
-    role = {k: str(v) for k, v in family.params.items() if isinstance(v, str)}
+    role = family_roles(spec)
     fed, attributes = node_operands(spec, entry, d, inputs)
     data_type = d.tensors[role["output"]].data_type  # type: ignore[union-attr]  # the output is never null
     types = {r: ("INT32" if r == "mask" else data_type) for r in fed}

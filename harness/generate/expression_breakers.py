@@ -258,10 +258,12 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
     # each mutation re-derived or not; then, only if none breaks the rule alone, those that change
     # the sizes an array's length reads (a bias per channel) with the arrays drawn again for the
     # new sizes (ChannelCount 2 for 2 channels)
-    tries = [(k, derive, False) for k in range(len(candidates)) for derive in (True, False)]
-    tries += [(k, True, True) for k in range(len(candidates)) if sized & touched(candidates[(start + k) % len(candidates)][0])]
-    for k, derive, fresh in tries:
-        what, apply = candidates[(start + k) % len(candidates)]
+    tries = [(candidates[(start + k) % len(candidates)], derive, False) for k in range(len(candidates)) for derive in (True, False)]
+    tries += [(candidates[(start + k) % len(candidates)], True, True) for k in range(len(candidates))
+              if sized & touched(candidates[(start + k) % len(candidates)][0])]
+    # the last resort, after every other mutation: a bound optional tensor left null
+    tries += [(mutation, derive, False) for mutation in _presence_mutations(spec, level, d) for derive in (True, False)]
+    for (what, apply), derive, fresh in tries:
         x = d.clone()
         x.aliases = {}
         apply(x)
@@ -271,15 +273,6 @@ def break_alone(spec: OperatorSpec, level: str, d: Descriptor, rule: str, start:
             x.attributes.update(first_array_values(spec, x))
         if validate(spec, x, level).rule_ids == {rule}:
             return x, what + (" (derived sizes re-derived)" if derive else "") + (" (arrays drawn again)" if fresh else "")
-    for what, apply in _presence_mutations(spec, level, d):
-        for derive in (True, False):
-            x = d.clone()
-            x.aliases = {}
-            apply(x)
-            if derive and not rederive(spec, x):
-                continue
-            if validate(spec, x, level).rule_ids == {rule}:
-                return x, what + (" (derived sizes re-derived)" if derive else "")
     return None
 
 

@@ -21,7 +21,7 @@ from harness.spec.model import AttributePool, FieldSpec, OperatorSpec, enum_memb
 from harness.spec.fused import item_field
 from harness.spec.shape_expr import is_free, parse_shape_expr
 from harness.generate.draw import BOOL, SEED, choice, ints, uniform
-from harness.generate.types import PlanCell, coverage_plan, dim_range, shape_group
+from harness.generate.types import PlanCell, coverage_plan, dim_range, presence_attribute_rules, shape_group
 from harness.generate.layouts import DEFAULT_CONFIG, GenConfig, reset_layout, layout_strategy, layout_tags, sizes_strategy
 from harness.generate.data import make_input_batch, make_inputs
 
@@ -287,36 +287,12 @@ def _presence_and_attribute(spec: OperatorSpec, c: Any) -> bool:
     return "present" in c.check.facts_read() and bool(c.check.names() & attributes)
 
 
-@lru_cache(maxsize=None)
-def _presence_attribute_rules(spec: OperatorSpec) -> tuple:
-    """The expression rules that read nothing but tensors' presence, scalar attributes and the
-    feature level, in their check and their `when`: MaskTensor is present exactly when MaskType is
-    not NONE; QueryHeadCount % KeyValueHeadCount == 0 when KeyValueHeadCount >= 1. The
-    cell's types and the attributes drawn first decide them, so valid_descriptors checks them before
-    it draws a tensor. The check after the draw (expression_violations) would reject the same
-    descriptors, but only after drawing all their tensors: an attention operator's cells drew ~40
-    descriptors per one kept."""
-    scalars = {f.name for f in spec.attribute_fields
-               if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
-    tensors = {f.name for f in spec.tensor_fields}
-    readable = scalars | tensors | set(enum_members(list(spec.fields)))
-    levels = set(level_facts(spec.catalog, None))
-    out = []
-    for c in spec.constraints:
-        if c.rule != "expression" or c.check is None:
-            continue
-        parts = [c.check] + ([c.guard] if c.guard is not None else [])
-        if all(part.names() <= readable | levels and part.facts_read() <= {"present"} for part in parts):
-            out.append((c, frozenset().union(*(part.names() & scalars for part in parts))))
-    return tuple(out)
-
-
 def _presence_attribute_rules_hold(spec: OperatorSpec, attributes: dict[str, float], types: dict[str, str | None],
                                    level: str) -> bool:
     """Whether the attributes drawn so far and the cell's tensor presence (a type, or None for
-    absent) keep _presence_attribute_rules, read as expression_violations reads them. A rule over
+    absent) keep presence_attribute_rules, read as expression_violations reads them. A rule over
     an attribute not drawn yet (TopK's K, drawn from the tensors' sizes) waits for the full check."""
-    rules = _presence_attribute_rules(spec)
+    rules = presence_attribute_rules(spec)
     if not rules:
         return True
     from harness.spec.shape_expr import TensorFacts

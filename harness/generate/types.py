@@ -100,44 +100,67 @@ MAX_ENUM_COMBINATIONS = 4096  # member combinations a presence-and-enum rule is 
 
 
 @lru_cache(maxsize=None)
+def presence_attribute_rules(spec: OperatorSpec) -> tuple:
+    """The expression rules that read nothing but tensors' presence, scalar attributes and the
+    feature level, in their check and their `when`: MaskTensor is present exactly when MaskType is
+    not NONE; QueryHeadCount % KeyValueHeadCount == 0 when KeyValueHeadCount >= 1. The
+    cell's types and the attributes drawn first decide them, so generation checks them before
+    it draws a tensor. The check after the draw (expression_violations) would reject the same
+    descriptors, but only after drawing all their tensors: an attention operator's cells drew ~40
+    descriptors per one kept."""
+    scalars = {f.name for f in spec.attribute_fields
+               if not (f.is_array or f.is_count or f.struct is not None or f.is_fused_activation or f.is_scalar_union)}
+    tensors = {f.name for f in spec.tensor_fields}
+    from harness.spec.model import enum_members
+    readable = scalars | tensors | set(enum_members(list(spec.fields)))
+    levels = set(level_facts(spec.catalog, None))
+    out = []
+    for c in spec.constraints:
+        if c.rule != "expression" or c.check is None:
+            continue
+        parts = [c.check] + ([c.guard] if c.guard is not None else [])
+        if all(part.names() <= readable | levels and part.facts_read() <= {"present"} for part in parts):
+            out.append((c, frozenset().union(*(part.names() & scalars for part in parts))))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
 def _presence_enum_rules(spec: OperatorSpec) -> tuple[tuple[Any, tuple[tuple[str, tuple[int, ...]], ...]], ...]:
-    """The expression rules that read tensors' presence and enum attributes (and the level), each
-    with the members of the enum fields it reads: 'InputTensor must be supplied when
+    """The presence_attribute_rules that read tensors' presence and enum attributes only, each with
+    the members of the enum fields it reads: 'InputTensor must be supplied when
     OutputROIGradientTensor is supplied, or when ReductionFunction == MAX'. Not presence_only (an
     attribute decides them too), so generation keeps them by drawing; but a type assignment under
     which no member satisfies one can never be valid, and is left out (_presence_unsatisfiable)."""
-    from harness.spec.model import enum_members
     enums = {f.name: tuple(sorted(set(f.enum.values()))) for f in spec.attribute_fields if f.enum and not f.is_array}
-    tensors = {f.name for f in spec.tensor_fields}
-    readable = tensors | set(enums) | set(enum_members(list(spec.fields))) | set(level_facts(spec.catalog, None))
     out = []
-    for c in spec.constraints:
-        if c.rule != "expression" or c.check is None or presence_only(spec, c):
-            continue
+    for c, reads in presence_attribute_rules(spec):
         parts = [c.check] + ([c.guard] if c.guard is not None else [])
-        if not all(part.names() <= readable and part.facts_read() <= {"present"} for part in parts):
-            continue
-        if not any(part.facts_read() for part in parts):  # an attribute rule: the attributes' draw keeps it
-            continue
-        read = sorted(set().union(*(part.names() for part in parts)) & set(enums))
-        if read and prod(len(enums[n]) for n in read) <= MAX_ENUM_COMBINATIONS:
-            out.append((c, tuple((n, enums[n]) for n in read)))
+        if not reads or not reads <= enums.keys() or not any(part.facts_read() for part in parts):
+            continue  # another scalar, or an attribute rule (the attributes' draw keeps it)
+        if prod(len(enums[n]) for n in reads) <= MAX_ENUM_COMBINATIONS:
+            out.append((c, tuple((n, enums[n]) for n in sorted(reads))))
     return tuple(out)
 
 
 def _presence_unsatisfiable(spec: OperatorSpec, types: dict[str, str | None], level: str | None) -> set[str]:
     """Ids of the presence-and-enum rules (_presence_enum_rules) that no member of their enum fields
     satisfies with these tensors present (None = absent): an input left null beside the optional output
-    that requires it, whatever the reduction."""
-    rules = _presence_enum_rules(spec)
-    if not rules:
+    that requires it, whatever the reduction. Asked for every type assignment the coverage plans
+    and the invalid search weigh; the answer depends on the presence pattern only, so it is kept per pattern."""
+    if not _presence_enum_rules(spec):
         return set()
+    return set(_unsatisfiable_for(spec, tuple(sorted((n, t is not None) for n, t in types.items())), level))
+
+
+@lru_cache(maxsize=4096)
+def _unsatisfiable_for(spec: OperatorSpec, presence: tuple[tuple[str, bool], ...], level: str | None) -> frozenset[str]:
+    """_presence_unsatisfiable for one presence pattern ((tensor, bound) pairs)."""
     from harness.spec.model import enum_members
     from harness.spec.shape_expr import TensorFacts
     base = {**enum_members(list(spec.fields)), **level_facts(spec.catalog, level)}
-    tensors = {n: TensorFacts(() if t is not None else None) for n, t in types.items()}
+    tensors = {n: TensorFacts(() if bound else None) for n, bound in presence}
     broken = set()
-    for c, enums in rules:
+    for c, enums in _presence_enum_rules(spec):
         def holds(values: tuple[int, ...]) -> bool:
             names = {**base, **dict(zip([n for n, _ in enums], values))}
             if c.guard is not None and not c.guard.evaluate(names, tensors):
@@ -145,7 +168,7 @@ def _presence_unsatisfiable(spec: OperatorSpec, types: dict[str, str | None], le
             return bool(c.check.evaluate(names, tensors))
         if not any(holds(values) for values in itertools.product(*(members for _, members in enums))):
             broken.add(c.id)
-    return broken
+    return frozenset(broken)
 
 
 def _table(spec: OperatorSpec, level: str, member: str | None):

@@ -275,9 +275,10 @@ def test_presence_and_attribute_rules_are_kept_before_the_tensors_are_drawn():
     bound MaskTensor; QueryHeadCount % KeyValueHeadCount when KeyValueHeadCount >= 1) are checked
     as soon as the attributes are drawn, and judge as the validator does; a rule that reads a
     tensor's Sizes waits for the tensors."""
-    from harness.generate.strategies import _presence_attribute_rules, _presence_attribute_rules_hold
+    from harness.generate.strategies import _presence_attribute_rules_hold
+    from harness.generate.types import presence_attribute_rules
     spec = SPECS.operator("MULTIHEAD_ATTENTION1")
-    early = {c.id for c, _ in _presence_attribute_rules(spec)}
+    early = {c.id for c, _ in presence_attribute_rules(spec)}
     assert {"mask_with_mask_type", "key_value_heads_divide_query_heads", "stacked_query_head_counts_equal"} <= early
     assert "query_heads_divide" not in early  # QueryTensor.Sizes[-1] % QueryHeadCount
     types = {f.name: None for f in spec.tensor_fields}
